@@ -1,0 +1,41 @@
+# The project's commands. Each one creates .venv and installs what it needs on first use.
+SHELL := /bin/bash
+PY := .venv/bin/python
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+
+.PHONY: demo test lint synth bench clean setup java
+
+.venv/.installed: requirements.txt requirements-dev.txt requirements-lambda.txt pyproject.toml
+	@test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	@touch $@
+
+node_modules/.installed: package.json
+	npm install --no-audit --no-fund --silent
+	@touch $@
+
+java:
+	@command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
+
+setup: .venv/.installed node_modules/.installed java
+
+demo: setup
+	.venv/bin/once demo
+
+lint: .venv/.installed
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check functions oncecli infra tests app.py
+
+test: setup lint
+	$(PY) -m pytest
+
+synth: setup
+	npx cdk synth --quiet -o cdk.out
+
+bench: setup
+	$(PY) -m oncecli.bench
+
+clean:
+	rm -rf .venv node_modules cdk.out build .pytest_cache .ruff_cache

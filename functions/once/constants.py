@@ -1,0 +1,74 @@
+"""Every name and default that the Lambda layer and the CDK stack must agree on.
+
+The stack (``infra/``) imports this module too, so the TTL attribute it enables, the
+environment variables it sets and the metric names it alarms on are the very strings the
+code reads and writes. Change a name here and both sides follow.
+"""
+
+from typing import Final
+
+# --- Record attributes (one item per business key) -------------------------------------
+ATTR_ID: Final = "id"
+ATTR_STATUS: Final = "status"
+ATTR_FENCE: Final = "fence"
+ATTR_OWNER: Final = "owner"
+ATTR_LEASE_EXPIRES_AT: Final = "lease_expires_at"
+ATTR_EXPIRES_AT: Final = "expires_at"
+ATTR_PAYLOAD_HASH: Final = "payload_hash"
+ATTR_RESULT: Final = "result"
+ATTR_ERROR: Final = "error"
+ATTR_MESSAGE_ID: Final = "message_id"
+ATTR_UPDATED_AT: Final = "updated_at"
+
+#: The idempotency table's TTL attribute (epoch seconds).
+TTL_ATTRIBUTE: Final = ATTR_EXPIRES_AT
+#: Partition key of the idempotency table and of the example ledger table.
+PARTITION_KEY: Final = ATTR_ID
+
+# --- Record statuses ---------------------------------------------------------------------
+STATUS_IN_PROGRESS: Final = "IN_PROGRESS"
+STATUS_COMPLETED: Final = "COMPLETED"
+STATUS_FAILED: Final = "FAILED"
+
+# --- Environment variables ---------------------------------------------------------------
+ENV_TABLE_NAME: Final = "IDEMPOTENCY_TABLE_NAME"
+ENV_LEDGER_TABLE_NAME: Final = "LEDGER_TABLE_NAME"
+ENV_DLQ_URL: Final = "DLQ_URL"
+ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
+ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
+ENV_RETENTION_S: Final = "RECORD_RETENTION_S"
+
+# --- Defaults ------------------------------------------------------------------------------
+DEFAULT_SERVICE_NAME: Final = "payments"
+DEFAULT_METRICS_NAMESPACE: Final = "Once"
+DEFAULT_LEASE_MARGIN_S: Final = 10
+DEFAULT_LOCK_TIMEOUT_S: Final = 900
+DEFAULT_MAX_WORKERS: Final = 10
+DEFAULT_MIN_REMAINING_MS: Final = 500
+DAY_S: Final = 86_400
+#: SQS keeps a message 4 days unless told otherwise.
+DEFAULT_SOURCE_RETENTION_S: Final = 4 * DAY_S
+#: The DLQ keeps a message 14 days, the most SQS allows and longer than the source queue.
+DLQ_RETENTION_S: Final = 14 * DAY_S
+#: A record outlives both queues, so that a late redrive is still deduplicated.
+DEFAULT_RETENTION_S: Final = DEFAULT_SOURCE_RETENTION_S + DLQ_RETENTION_S + DAY_S
+#: Business results larger than this are stored as size and sha256 only.
+RESULT_CAP_BYTES: Final = 64 * 1024
+#: Stored error text is cut to this many characters.
+ERROR_MAX_CHARS: Final = 500
+
+# --- Quarantine (message attributes on a message sent to the DLQ) -------------------------
+QUARANTINE_ATTR_MESSAGE_ID: Final = "once.original_message_id"
+QUARANTINE_ATTR_REASON: Final = "once.reason"
+QUARANTINE_ATTR_ERROR: Final = "once.error"
+
+# --- Metric names (CloudWatch EMF), one per outcome ------------------------------------------
+METRIC_PROCESSED: Final = "Processed"
+METRIC_DUPLICATE: Final = "Duplicate"
+METRIC_BUSY: Final = "Busy"
+METRIC_CONFLICT: Final = "Conflict"
+METRIC_FAILED: Final = "Failed"
+METRIC_QUARANTINED: Final = "Quarantined"
+METRIC_LEASE_LOST: Final = "LeaseLost"
+METRIC_TAKEOVER: Final = "Takeover"
+METRIC_DEADLINE: Final = "DeadlineSkipped"

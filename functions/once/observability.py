@@ -1,0 +1,37 @@
+"""Powertools logger, metrics and tracer for the layer, created once per process.
+
+Every record gets one log line with ``message_id``, ``key``, ``fence`` and ``outcome``; no
+payload values are logged at INFO. Each outcome is an EMF metric; the stack alarms on
+``LeaseLost`` and ``Conflict``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from once import constants as c
+from once.models import METRIC_NAMES
+
+logger = Logger(service=os.getenv(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME))
+metrics = Metrics(
+    namespace=os.getenv(c.ENV_METRICS_NAMESPACE, c.DEFAULT_METRICS_NAMESPACE),
+    service=os.getenv(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME),
+)
+tracer = Tracer(service=os.getenv(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME))
+
+
+def publish(outcomes: Iterable[tuple[str, bool]]) -> None:
+    """Count each (metric name, takeover) pair and flush one EMF blob for the batch."""
+    counts: Counter[str] = Counter()
+    for name, takeover in outcomes:
+        counts[name] += 1
+        counts[c.METRIC_TAKEOVER] += int(takeover)
+    for name in set(METRIC_NAMES.values()) | {c.METRIC_TAKEOVER}:
+        if counts[name]:
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=counts[name])
+    metrics.flush_metrics(raise_on_empty_metrics=False)

@@ -1,0 +1,84 @@
+"""What the protocol derives from a message and from a result: the parsed body, the business
+key, the payload hash, the stored result and the stored error.
+
+Everything here is pure and cheap. A body that cannot yield a key is a permanent failure
+(`BadMessage`), never an exception that escapes the batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jmespath
+from jmespath.parser import ParsedResult
+
+from once import constants as c
+
+#: Sentinel for ``validate``: hash the whole body.
+WHOLE_BODY = "@"
+
+
+class BadMessage(Exception):
+    """The body cannot be processed at all: not JSON, no usable key. Quarantined."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A body ready for the protocol."""
+
+    body: Any
+    key: str
+    payload_hash: str
+
+
+def canonical_json(value: Any) -> str:
+    """One JSON text per value: sorted keys, no spaces, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class BodyReader:
+    """Parses bodies with the compiled JMESPath expressions of one handler."""
+
+    def __init__(self, key: str, validate: str | None) -> None:
+        self._key = jmespath.compile(key)
+        self._validate: ParsedResult | None = (
+            jmespath.compile(validate) if validate is not None else None
+        )
+
+    def read(self, raw_body: str) -> Parsed:
+        try:
+            body = json.loads(raw_body)
+        except (TypeError, ValueError) as error:
+            raise BadMessage("INVALID_JSON", f"body is not JSON ({type(error).__name__})") from None
+        key = self._key.search(body) if isinstance(body, dict) else None
+        # bool is an int to Python, but never a business key.
+        if isinstance(key, bool) or not (isinstance(key, int) or (isinstance(key, str) and key)):
+            raise BadMessage("INVALID_KEY", f"key is not a non-empty string or an integer "
+                             f"(got {type(key).__name__})")
+        validated = self._validate.search(body) if self._validate is not None else None
+        return Parsed(body=body, key=str(key), payload_hash=sha256(canonical_json(validated)))
+
+
+def encode_result(result: Any, cap_bytes: int = c.RESULT_CAP_BYTES) -> str:
+    """The JSON stored as ``result``; over the cap, only its size and sha256."""
+    text = canonical_json(result)
+    size = len(text.encode("utf-8"))
+    if size <= cap_bytes:
+        return text
+    return canonical_json({"capped": True, "size": size, "sha256": sha256(text)})
+
+
+def describe_error(error: BaseException) -> str:
+    """Class and message, cut short: stored on FAILED records and in DLQ attributes."""
+    return f"{type(error).__name__}: {error}"[: c.ERROR_MAX_CHARS]

@@ -1,0 +1,57 @@
+"""The decision table: what a rejected conditional write means.
+
+Every transition is one conditional write that returns the old item when its condition
+fails (``ReturnValuesOnConditionCheckFailure=ALL_OLD``). These pure functions read that old
+item and say what happened. They hold no I/O, so the table in DESIGN.md can be tested row
+by row and read in one sitting.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from once import constants as c
+from once.models import Outcome, Record
+
+
+class Verdict(StrEnum):
+    """How a rejected write is to be taken."""
+
+    MINE = "mine"  # an SDK retry of my own write that had landed: a success
+    DUPLICATE = Outcome.DUPLICATE.value
+    CONFLICT = Outcome.CONFLICT.value
+    BUSY = Outcome.BUSY.value
+    LEASE_LOST = Outcome.LEASE_LOST.value
+
+
+def judge_claim(old: Record, *, me: str, payload_hash: str) -> Verdict:
+    """Classify a claim whose condition failed, from the record that stopped it.
+
+    The condition only fails on a live record, so liveness is a given here.
+    """
+    if old.owner == me and old.status == c.STATUS_IN_PROGRESS:
+        return Verdict.MINE
+    if old.payload_hash != payload_hash:
+        return Verdict.CONFLICT
+    if old.status == c.STATUS_COMPLETED:
+        return Verdict.DUPLICATE
+    # IN_PROGRESS under another owner's live lease. (FAILED or an expired lease with the
+    # same hash would have passed the condition; if a clock race says otherwise, retrying
+    # later is the safe answer.)
+    return Verdict.BUSY
+
+
+def judge_finalize(old: Record | None, *, me: str, fence: int, target_status: str) -> Verdict:
+    """Classify a complete or fail whose condition (``owner, fence, IN_PROGRESS``) failed.
+
+    It is my own write retried by the SDK when the record already carries my owner, my fence
+    and the status I was writing. Anything else means a newer claim owns the key.
+    """
+    if (
+        old is not None
+        and old.owner == me
+        and old.fence == fence
+        and old.status == target_status
+    ):
+        return Verdict.MINE
+    return Verdict.LEASE_LOST

@@ -1,0 +1,68 @@
+"""The quarantine fast path: a permanent failure goes to the DLQ now, not after
+``maxReceiveCount`` redeliveries.
+
+The message keeps its body and as many of its own attributes as SQS allows beside ours
+(original message id, reason code, short error). On a FIFO DLQ it keeps its group and
+deduplication ids. The caller acknowledges the message only if this send succeeded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from once import constants as c
+
+#: SQS allows at most 10 message attributes on a message.
+_MAX_ATTRIBUTES = 10
+_OURS = (c.QUARANTINE_ATTR_MESSAGE_ID, c.QUARANTINE_ATTR_REASON, c.QUARANTINE_ATTR_ERROR)
+
+
+def _carried_attributes(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The record's own message attributes, in the shape SendMessage takes."""
+    carried: dict[str, dict[str, Any]] = {}
+    for name, attribute in (record.get("messageAttributes") or {}).items():
+        if name in _OURS or len(carried) == _MAX_ATTRIBUTES - len(_OURS):
+            continue
+        data_type = attribute.get("dataType", "String")
+        if attribute.get("stringValue") is not None:
+            carried[name] = {"DataType": data_type, "StringValue": attribute["stringValue"]}
+        elif attribute.get("binaryValue") is not None:
+            carried[name] = {"DataType": data_type, "BinaryValue": attribute["binaryValue"]}
+    return carried
+
+
+class Quarantine:
+    """Sends permanently failed records to the DLQ."""
+
+    def __init__(self, client: Any, dlq_url: str | None) -> None:
+        self._client = client
+        self._url = dlq_url
+
+    def send(self, record: dict[str, Any], reason: str, error: str) -> bool:
+        """True when the record is safely in the DLQ; False means: report it failed."""
+        if not self._url:
+            return False
+        attributes = _carried_attributes(record) | {
+            c.QUARANTINE_ATTR_MESSAGE_ID: {"DataType": "String",
+                                           "StringValue": record["messageId"]},
+            c.QUARANTINE_ATTR_REASON: {"DataType": "String", "StringValue": reason},
+            c.QUARANTINE_ATTR_ERROR: {"DataType": "String", "StringValue": error or reason},
+        }
+        request: dict[str, Any] = {
+            "QueueUrl": self._url,
+            "MessageBody": record["body"],
+            "MessageAttributes": attributes,
+        }
+        system = record.get("attributes") or {}
+        if system.get("MessageGroupId"):
+            request["MessageGroupId"] = system["MessageGroupId"]
+            request["MessageDeduplicationId"] = (
+                system.get("MessageDeduplicationId") or record["messageId"]
+            )
+        try:
+            self._client.send_message(**request)
+        except (BotoCoreError, ClientError):
+            return False
+        return True

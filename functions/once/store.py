@@ -1,0 +1,219 @@
+"""The record store: claim, complete and fail as single conditional writes on DynamoDB.
+
+This module holds only DynamoDB: the update expressions, the conditions and the parsing of
+what comes back. What a rejection *means* is decided in ``protocol.py``. The store never
+deletes an item (that would reset the fence), and never relies on TTL: expiry is part of
+every claim condition, because TTL deletes lazily, sometimes days late.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from once import constants as c
+from once.models import Outcome, Record
+from once.protocol import Verdict, judge_claim, judge_finalize
+
+_CLAIM_UPDATE = (
+    "SET #status = :in_progress, #owner = :me, #lease = :lease, #expires = :expires, "
+    "#hash = :hash, #message = :message, #updated = :now_ms "
+    "ADD #fence :one REMOVE #result, #error"
+)
+_CLAIM_CONDITION = (
+    "attribute_not_exists(#id) OR #expires < :now_s OR "
+    "((#status = :failed OR (#status = :in_progress AND #lease < :now_ms)) AND #hash = :hash)"
+)
+_COMPLETE_UPDATE = (
+    "SET #status = :completed, #result = :result, #expires = :expires, #updated = :now_ms "
+    "REMOVE #lease"
+)
+_FAIL_UPDATE = "SET #status = :failed, #error = :error, #updated = :now_ms REMOVE #lease"
+_FINALIZE_CONDITION = "#owner = :me AND #fence = :fence AND #status = :in_progress"
+#: The control run's condition: no owner, no fence. Only the harness uses it, to show that
+#: it catches what the fence prevents.
+_UNFENCED_CONDITION = "#status = :in_progress AND (:me = :me) AND (:fence = :fence)"
+
+_NAMES = {
+    "#id": c.ATTR_ID,
+    "#status": c.ATTR_STATUS,
+    "#fence": c.ATTR_FENCE,
+    "#owner": c.ATTR_OWNER,
+    "#lease": c.ATTR_LEASE_EXPIRES_AT,
+    "#expires": c.ATTR_EXPIRES_AT,
+    "#hash": c.ATTR_PAYLOAD_HASH,
+    "#result": c.ATTR_RESULT,
+    "#error": c.ATTR_ERROR,
+    "#message": c.ATTR_MESSAGE_ID,
+    "#updated": c.ATTR_UPDATED_AT,
+}
+
+
+def _names(expression: str) -> dict[str, str]:
+    """The attribute-name placeholders an expression uses (DynamoDB rejects unused ones)."""
+    return {k: v for k, v in _NAMES.items() if k in expression}
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """This invocation holds the key: it may run business code as ``owner`` with ``fence``."""
+
+    owner: str
+    fence: int
+    takeover: bool
+    previous: Record | None
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """The claim did not go through; ``outcome`` is DUPLICATE, CONFLICT or BUSY."""
+
+    outcome: Outcome
+    record: Record
+
+
+class RecordStore:
+    """Conditional writes on the idempotency table, one item per business key."""
+
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        *,
+        retention_s: int = c.DEFAULT_RETENTION_S,
+        clock: Callable[[], float] = time.time,
+        fenced: bool = True,
+    ) -> None:
+        self._client = client
+        self._table = table_name
+        self._retention_s = retention_s
+        self._clock = clock
+        self._finalize_condition = _FINALIZE_CONDITION if fenced else _UNFENCED_CONDITION
+
+    def claim(
+        self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
+    ) -> Claimed | Rejected:
+        """Take the key for ``lease_ms``, bumping the fence; or say why not."""
+        now = self._clock()
+        now_s, now_ms = int(now), int(now * 1000)
+        me = uuid.uuid4().hex
+        values = {
+            ":in_progress": _s(c.STATUS_IN_PROGRESS),
+            ":failed": _s(c.STATUS_FAILED),
+            ":me": _s(me),
+            ":lease": _n(now_ms + lease_ms),
+            ":expires": _n(now_s + self._retention_s),
+            ":hash": _s(payload_hash),
+            ":message": _s(message_id),
+            ":now_ms": _n(now_ms),
+            ":now_s": _n(now_s),
+            ":one": _n(1),
+        }
+        old, rejected = self._write(
+            record_id, _CLAIM_UPDATE, _CLAIM_CONDITION, values, return_old_on_success=True
+        )
+        if not rejected:
+            previous = old if old is not None and old.is_live(now_s) else None
+            takeover = previous is not None and previous.status == c.STATUS_IN_PROGRESS
+            fence = (old.fence if old is not None else 0) + 1
+            return Claimed(owner=me, fence=fence, takeover=takeover, previous=previous)
+        assert old is not None  # a failed claim condition implies an existing item
+        verdict = judge_claim(old, me=me, payload_hash=payload_hash)
+        if verdict is Verdict.MINE:
+            # Our claim landed but its response was lost; the SDK retried it. The fence on
+            # the record is ours. Whether it was a takeover is unknowable now.
+            return Claimed(owner=me, fence=old.fence, takeover=False, previous=None)
+        return Rejected(outcome=Outcome(verdict.value), record=old)
+
+    def complete(self, record_id: str, claim: Claimed, result: str) -> bool:
+        """Mark the record COMPLETED with its result. False: the lease was lost."""
+        now = self._clock()
+        values = {
+            ":completed": _s(c.STATUS_COMPLETED),
+            ":result": _s(result),
+            ":expires": _n(int(now) + self._retention_s),
+            ":now_ms": _n(int(now * 1000)),
+        }
+        return self._finalize(record_id, claim, _COMPLETE_UPDATE, values, c.STATUS_COMPLETED)
+
+    def fail(self, record_id: str, claim: Claimed, error: str) -> bool:
+        """Mark the record FAILED so that a retry may claim it. False: the lease was lost."""
+        values = {
+            ":failed": _s(c.STATUS_FAILED),
+            ":error": _s(error),
+            ":now_ms": _n(int(self._clock() * 1000)),
+        }
+        return self._finalize(record_id, claim, _FAIL_UPDATE, values, c.STATUS_FAILED)
+
+    def _finalize(
+        self,
+        record_id: str,
+        claim: Claimed,
+        update: str,
+        values: dict[str, dict[str, str]],
+        target_status: str,
+    ) -> bool:
+        values |= {
+            ":me": _s(claim.owner),
+            ":fence": _n(claim.fence),
+            ":in_progress": _s(c.STATUS_IN_PROGRESS),
+        }
+        old, rejected = self._write(record_id, update, self._finalize_condition, values)
+        if not rejected:
+            return True
+        verdict = judge_finalize(
+            old, me=claim.owner, fence=claim.fence, target_status=target_status
+        )
+        return verdict is Verdict.MINE
+
+    def _write(
+        self,
+        record_id: str,
+        update: str,
+        condition: str,
+        values: dict[str, dict[str, str]],
+        *,
+        return_old_on_success: bool = False,
+    ) -> tuple[Record | None, bool]:
+        """One conditional UpdateItem. Returns (old record or None, whether it was rejected)."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": {c.ATTR_ID: _s(record_id)},
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": _names(update + " " + condition),
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if return_old_on_success:
+            request["ReturnValues"] = "ALL_OLD"
+        try:
+            response = self._client.update_item(**request)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            item = error.response.get("Item")
+            return (Record.from_item(item) if item else None), True
+        item = response.get("Attributes")
+        return (Record.from_item(item) if item else None), False
+
+    def get(self, record_id: str) -> Record | None:
+        """Read one record, strongly consistent (for the CLI and the tests)."""
+        response = self._client.get_item(
+            TableName=self._table, Key={c.ATTR_ID: _s(record_id)}, ConsistentRead=True
+        )
+        item = response.get("Item")
+        return Record.from_item(item) if item else None

@@ -1,0 +1,1 @@
+"""The example service: credits an account ledger once per payment."""

@@ -1,0 +1,1 @@
+"""Tooling around the once layer: the demo, the local cloud and the `once` command."""
