@@ -54,6 +54,8 @@ DLQ_RETENTION_S: Final = 14 * DAY_S
 DEFAULT_RETENTION_S: Final = DEFAULT_SOURCE_RETENTION_S + DLQ_RETENTION_S + DAY_S
 #: Business results larger than this are stored as size and sha256 only.
 RESULT_CAP_BYTES: Final = 64 * 1024
+#: Longest business key accepted (DynamoDB allows 2048 bytes for the whole record id).
+MAX_KEY_BYTES: Final = 1024
 #: Stored error text is cut to this many characters.
 ERROR_MAX_CHARS: Final = 500
 

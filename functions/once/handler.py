@@ -29,8 +29,16 @@ _FROM_ENV: Any = object()
 class Handler:
     """The Lambda entry point made by ``make_handler``: call it with (event, context)."""
 
-    def __init__(self, process: Process, *, table_name: str | None, dlq_url: str | None,
-                 reader: BodyReader, settings: Settings, retention_s: int) -> None:
+    def __init__(
+        self,
+        process: Process,
+        *,
+        table_name: str | None,
+        dlq_url: str | None,
+        reader: BodyReader,
+        settings: Settings,
+        retention_s: int,
+    ) -> None:
         self._process = process
         self._table_name = table_name
         self._dlq_url = dlq_url
@@ -48,14 +56,21 @@ class Handler:
                     f"no idempotency table: pass table_name= to make_handler or set "
                     f"{c.ENV_TABLE_NAME}"
                 )
-            config = Config(retries={"mode": "standard", "max_attempts": 3},
-                            max_pool_connections=max(10, self._settings.max_workers))
-            store = RecordStore(boto3.client("dynamodb", config=config), self._table_name,
-                                retention_s=self._retention_s)
-            quarantine = Quarantine(boto3.client("sqs", config=config) if self._dlq_url
-                                    else None, self._dlq_url)
-            self._processor = BatchProcessor(self._process, store, quarantine, self._reader,
-                                             self._settings, logger)
+            config = Config(
+                retries={"mode": "standard", "max_attempts": 3},
+                max_pool_connections=max(10, self._settings.max_workers),
+            )
+            store = RecordStore(
+                boto3.client("dynamodb", config=config),
+                self._table_name,
+                retention_s=self._retention_s,
+            )
+            quarantine = Quarantine(
+                boto3.client("sqs", config=config) if self._dlq_url else None, self._dlq_url
+            )
+            self._processor = BatchProcessor(
+                self._process, store, quarantine, self._reader, self._settings, logger
+            )
         return self._processor
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:

@@ -117,4 +117,3 @@ class Attempt:
     record: Record | None
     """The record as it was before this claim (None for a new key): after a takeover or a
     retry it tells what the previous attempt left behind."""
-

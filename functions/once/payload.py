@@ -58,14 +58,26 @@ class BodyReader:
 
     def read(self, raw_body: str) -> Parsed:
         try:
+            return self._read(raw_body)
+        except RecursionError:
+            # A body nested deeper than Python's recursion limit (``[[[[...``, well within
+            # SQS's 256 KiB): one poison record, never a reason to fail the whole batch.
+            raise BadMessage("INVALID_JSON", "body is nested too deeply") from None
+
+    def _read(self, raw_body: str) -> Parsed:
+        try:
             body = json.loads(raw_body)
         except (TypeError, ValueError) as error:
             raise BadMessage("INVALID_JSON", f"body is not JSON ({type(error).__name__})") from None
         key = self._key.search(body) if isinstance(body, dict) else None
         # bool is an int to Python, but never a business key.
         if isinstance(key, bool) or not (isinstance(key, int) or (isinstance(key, str) and key)):
-            raise BadMessage("INVALID_KEY", f"key is not a non-empty string or an integer "
-                             f"(got {type(key).__name__})")
+            raise BadMessage(
+                "INVALID_KEY",
+                f"key is not a non-empty string or an integer (got {type(key).__name__})",
+            )
+        if len(str(key).encode("utf-8")) > c.MAX_KEY_BYTES:
+            raise BadMessage("INVALID_KEY", f"key is longer than {c.MAX_KEY_BYTES} bytes")
         validated = self._validate.search(body) if self._validate is not None else None
         return Parsed(body=body, key=str(key), payload_hash=sha256(canonical_json(validated)))
 

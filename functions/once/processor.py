@@ -83,9 +83,14 @@ class BatchProcessor:
         self._logger = logger
         self._pool: ThreadPoolExecutor | None = None
 
+    @property
+    def store(self) -> RecordStore:
+        return self._store
+
     def run(self, records: Iterable[SQSRecord], context: Any) -> list[Handled]:
         items = [self._read(record) for record in records]
-        fifo = any(item.record.attributes.message_group_id for item in items)
+        # A FIFO queue's name ends in .fifo; standard (fair) queues may carry group ids too.
+        fifo = any(item.record.event_source_arn.endswith(".fifo") for item in items)
         units = _fifo_groups(items) if fifo else _key_groups(items)
         if len(units) == 1:
             return self._run_unit(units[0], context, stop_on_failure=fifo)
@@ -113,8 +118,11 @@ class BatchProcessor:
         results: list[Handled] = []
         for item in unit:
             if stop_on_failure and results and not results[-1].outcome.acknowledged:
-                handled = Handled(item.record.message_id, Outcome.SKIPPED,
-                                  item.parsed.key if item.parsed else None)
+                handled = Handled(
+                    item.record.message_id,
+                    Outcome.SKIPPED,
+                    item.parsed.key if item.parsed else None,
+                )
             else:
                 handled = self._run_item(item, context, leaders)
             self._log(handled)
@@ -145,8 +153,12 @@ class BatchProcessor:
         """Same key, same payload, same batch: no write, the leader's outcome decides."""
         assert item.parsed is not None
         if leader.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT):
-            return self._quarantined(item.record, item.parsed.key,
-                                     leader.reason or "PERMANENT", "follows " + leader.message_id)
+            return self._quarantined(
+                item.record,
+                item.parsed.key,
+                leader.reason or "PERMANENT",
+                "follows " + leader.message_id,
+            )
         outcome = _FOLLOW.get(leader.outcome, leader.outcome)
         return Handled(item.record.message_id, outcome, item.parsed.key, leader.fence)
 
@@ -164,47 +176,76 @@ class BatchProcessor:
             return Handled(message_id, Outcome.FAILED, parsed.key, reason=type(error).__name__)
         if isinstance(claim, Rejected):
             if claim.outcome is Outcome.CONFLICT:
-                return self._quarantined(record, parsed.key, "CONFLICT",
-                                         "payload differs from the stored record",
-                                         outcome=Outcome.CONFLICT, fence=claim.record.fence)
+                return self._quarantined(
+                    record,
+                    parsed.key,
+                    "CONFLICT",
+                    "payload differs from the stored record",
+                    outcome=Outcome.CONFLICT,
+                    fence=claim.record.fence,
+                )
             return Handled(message_id, claim.outcome, parsed.key, claim.record.fence)
         return self._execute(record, parsed, record_id, claim)
 
-    def _execute(self, record: SQSRecord, parsed: Parsed, record_id: str,
-                 claim: Claimed) -> Handled:
+    def _execute(
+        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
+    ) -> Handled:
         """Run business code under a claim, then finalize with the fence."""
-        attempt = Attempt(key=parsed.key, fence=claim.fence, message_id=record.message_id,
-                          takeover=claim.takeover, record=claim.previous)
-        done = Handled(record.message_id, Outcome.PROCESSED, parsed.key, claim.fence,
-                       claim.takeover)
+        attempt = Attempt(
+            key=parsed.key,
+            fence=claim.fence,
+            message_id=record.message_id,
+            takeover=claim.takeover,
+            record=claim.previous,
+        )
+        done = Handled(
+            record.message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover
+        )
         try:
             result = encode_result(self._process(parsed.body, attempt))
         except PermanentError as error:
             if self._finalize(self._store.fail, record_id, claim, describe_error(error)) is False:
                 return _replace(done, Outcome.LEASE_LOST)
-            return self._quarantined(record, parsed.key, "PERMANENT_ERROR",
-                                     describe_error(error), fence=claim.fence,
-                                     takeover=claim.takeover)
+            return self._quarantined(
+                record,
+                parsed.key,
+                "PERMANENT_ERROR",
+                describe_error(error),
+                fence=claim.fence,
+                takeover=claim.takeover,
+            )
         except Exception as error:
             written = self._finalize(self._store.fail, record_id, claim, describe_error(error))
             return _replace(done, _unfinished(written), type(error).__name__)
         written = self._finalize(self._store.complete, record_id, claim, result)
         return done if written else _replace(done, _unfinished(written))
 
-    def _finalize(self, write: Callable[[str, Claimed, str], bool], record_id: str,
-                  claim: Claimed, value: str) -> bool | None:
+    def _finalize(
+        self, write: Callable[[str, Claimed, str], bool], record_id: str, claim: Claimed, value: str
+    ) -> bool | None:
         """Complete or fail. True: written. False: lease lost. None: DynamoDB error, the
         record stays IN_PROGRESS until its lease ends and the retry takes over."""
         try:
             return write(record_id, claim, value)
         except Exception:
-            self._logger.warning("finalize failed", exc_info=True,
-                                 extra={"record_id": record_id, "fence": claim.fence})
+            self._logger.warning(
+                "finalize failed",
+                exc_info=True,
+                extra={"record_id": record_id, "fence": claim.fence},
+            )
             return None
 
-    def _quarantined(self, record: SQSRecord, key: str | None, reason: str, error: str, *,
-                     outcome: Outcome = Outcome.QUARANTINED, fence: int | None = None,
-                     takeover: bool = False) -> Handled:
+    def _quarantined(
+        self,
+        record: SQSRecord,
+        key: str | None,
+        reason: str,
+        error: str,
+        *,
+        outcome: Outcome = Outcome.QUARANTINED,
+        fence: int | None = None,
+        takeover: bool = False,
+    ) -> Handled:
         """Acknowledge a permanent failure only once its copy is in the DLQ."""
         sent = self._quarantine.send(record.raw_event, reason, error)
         if not sent:
@@ -220,10 +261,15 @@ class BatchProcessor:
 
     def _log(self, handled: Handled) -> None:
         self._logger.info(
-            "record %s", handled.outcome.value,
-            extra={"message_id": handled.message_id, "key": handled.key,
-                   "fence": handled.fence, "outcome": handled.outcome.value,
-                   "reason": handled.reason},
+            "record %s",
+            handled.outcome.value,
+            extra={
+                "message_id": handled.message_id,
+                "key": handled.key,
+                "fence": handled.fence,
+                "outcome": handled.outcome.value,
+                "reason": handled.reason,
+            },
         )
 
 
@@ -234,8 +280,9 @@ def _unfinished(written: bool | None) -> Outcome:
 
 
 def _replace(handled: Handled, outcome: Outcome, reason: str | None = None) -> Handled:
-    return Handled(handled.message_id, outcome, handled.key, handled.fence, handled.takeover,
-                   reason)
+    return Handled(
+        handled.message_id, outcome, handled.key, handled.fence, handled.takeover, reason
+    )
 
 
 def _key_groups(items: list[_Item]) -> list[list[_Item]]:

@@ -47,11 +47,6 @@ def judge_finalize(old: Record | None, *, me: str, fence: int, target_status: st
     It is my own write retried by the SDK when the record already carries my owner, my fence
     and the status I was writing. Anything else means a newer claim owns the key.
     """
-    if (
-        old is not None
-        and old.owner == me
-        and old.fence == fence
-        and old.status == target_status
-    ):
+    if old is not None and old.owner == me and old.fence == fence and old.status == target_status:
         return Verdict.MINE
     return Verdict.LEASE_LOST

@@ -8,6 +8,7 @@ deduplication ids. The caller acknowledges the message only if this send succeed
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -29,7 +30,11 @@ def _carried_attributes(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if attribute.get("stringValue") is not None:
             carried[name] = {"DataType": data_type, "StringValue": attribute["stringValue"]}
         elif attribute.get("binaryValue") is not None:
-            carried[name] = {"DataType": data_type, "BinaryValue": attribute["binaryValue"]}
+            # Lambda hands binary values over base64-encoded; SendMessage wants the bytes.
+            carried[name] = {
+                "DataType": data_type,
+                "BinaryValue": base64.b64decode(attribute["binaryValue"]),
+            }
     return carried
 
 
@@ -45,8 +50,10 @@ class Quarantine:
         if not self._url:
             return False
         attributes = _carried_attributes(record) | {
-            c.QUARANTINE_ATTR_MESSAGE_ID: {"DataType": "String",
-                                           "StringValue": record["messageId"]},
+            c.QUARANTINE_ATTR_MESSAGE_ID: {
+                "DataType": "String",
+                "StringValue": record["messageId"],
+            },
             c.QUARANTINE_ATTR_REASON: {"DataType": "String", "StringValue": reason},
             c.QUARANTINE_ATTR_ERROR: {"DataType": "String", "StringValue": error or reason},
         }

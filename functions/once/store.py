@@ -101,7 +101,8 @@ class RecordStore:
         self._table = table_name
         self._retention_s = retention_s
         self._clock = clock
-        self._finalize_condition = _FINALIZE_CONDITION if fenced else _UNFENCED_CONDITION
+        #: False only in the harness's control run: finalize without owner and fence.
+        self.fenced = fenced
 
     def claim(
         self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
@@ -171,7 +172,8 @@ class RecordStore:
             ":fence": _n(claim.fence),
             ":in_progress": _s(c.STATUS_IN_PROGRESS),
         }
-        old, rejected = self._write(record_id, update, self._finalize_condition, values)
+        condition = _FINALIZE_CONDITION if self.fenced else _UNFENCED_CONDITION
+        old, rejected = self._write(record_id, update, condition, values)
         if not rejected:
             return True
         verdict = judge_finalize(

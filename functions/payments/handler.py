@@ -24,8 +24,10 @@ def _get_ledger() -> Ledger:
     if _ledger is None:
         table = os.environ.get(c.ENV_LEDGER_TABLE_NAME)
         if not table:
-            raise RuntimeError(f"{c.ENV_LEDGER_TABLE_NAME} is not set: the ledger table "
-                               "name is needed to apply payments")
+            raise RuntimeError(
+                f"{c.ENV_LEDGER_TABLE_NAME} is not set: the ledger table "
+                "name is needed to apply payments"
+            )
         _ledger = Ledger(boto3.client("dynamodb"), table)
     return _ledger
 
@@ -39,8 +41,9 @@ def credit(body: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
         raise PermanentError("account must be a non-empty string")
     if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
         raise PermanentError("amount must be an integer number of cents above zero")
-    return _get_ledger().credit(payment_id, account, amount, fence=attempt.fence,
-                                message_id=attempt.message_id)
+    return _get_ledger().credit(
+        payment_id, account, amount, fence=attempt.fence, message_id=attempt.message_id
+    )
 
 
 lambda_handler = make_handler(

@@ -26,8 +26,9 @@ class Ledger:
         self._client = client
         self._table = table_name
 
-    def credit(self, payment_id: str, account: str, amount: int, *, fence: int,
-               message_id: str) -> dict[str, Any]:
+    def credit(
+        self, payment_id: str, account: str, amount: int, *, fence: int, message_id: str
+    ) -> dict[str, Any]:
         """Apply the payment once. Returns the entry: new, or the one already there."""
         entry = {
             c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id},
@@ -37,21 +38,27 @@ class Ledger:
             "message_id": {"S": message_id},
         }
         try:
-            self._client.transact_write_items(TransactItems=[
-                {"Put": {
-                    "TableName": self._table,
-                    "Item": entry,
-                    "ConditionExpression": "attribute_not_exists(#id)",
-                    "ExpressionAttributeNames": {"#id": c.PARTITION_KEY},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }},
-                {"Update": {
-                    "TableName": self._table,
-                    "Key": {c.PARTITION_KEY: {"S": ACCOUNT_PREFIX + account}},
-                    "UpdateExpression": "ADD balance :amount",
-                    "ExpressionAttributeValues": {":amount": {"N": str(amount)}},
-                }},
-            ])
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": entry,
+                            "ConditionExpression": "attribute_not_exists(#id)",
+                            "ExpressionAttributeNames": {"#id": c.PARTITION_KEY},
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": {c.PARTITION_KEY: {"S": ACCOUNT_PREFIX + account}},
+                            "UpdateExpression": "ADD balance :amount",
+                            "ExpressionAttributeValues": {":amount": {"N": str(amount)}},
+                        }
+                    },
+                ]
+            )
         except ClientError as error:
             existing = self._existing_entry(error, payment_id)
             if existing is None:
@@ -69,7 +76,8 @@ class Ledger:
         if reasons[0].get("Item"):
             return reasons[0]["Item"]
         response = self._client.get_item(
-            TableName=self._table, Key={c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id}},
+            TableName=self._table,
+            Key={c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id}},
             ConsistentRead=True,
         )
         return response.get("Item")
@@ -77,7 +85,8 @@ class Ledger:
     def balance(self, account: str) -> int:
         """The account's balance in cents (0 for an account never credited)."""
         item = self._client.get_item(
-            TableName=self._table, Key={c.PARTITION_KEY: {"S": ACCOUNT_PREFIX + account}},
+            TableName=self._table,
+            Key={c.PARTITION_KEY: {"S": ACCOUNT_PREFIX + account}},
             ConsistentRead=True,
         ).get("Item")
         return int(item["balance"]["N"]) if item else 0

@@ -1,0 +1,170 @@
+"""The batch rules every invocation keeps: the handler never raises for a record-level
+problem, it reports only message ids of its own batch, and records of different keys run
+concurrently in a bounded pool."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from once import constants as c
+from once import make_handler
+from once.models import Outcome
+from tests.conftest import Spy, failed_ids, message_ids, outcomes
+
+
+class Odd(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ValueError("v"),
+        KeyError("k"),
+        Odd("odd"),
+        RecursionError("deep"),
+        AssertionError("a"),
+        ConnectionError("c"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_business_code_raising_anything_is_a_failed_record_not_a_failed_batch(
+    aws, once_handler, sqs_event, error: Exception
+) -> None:
+    def business(body: Any, attempt: Any) -> str:
+        if body["orderId"] == "bad":
+            raise error
+        return "ok"
+
+    event = sqs_event([{"orderId": "good"}, {"orderId": "bad"}, {"orderId": "fine"}])
+    response = once_handler(business)(event, None)
+
+    assert failed_ids(response) == [message_ids(event)[1]]
+    record = aws.record("bad")
+    assert record["status"] == c.STATUS_FAILED
+    assert record["error"].startswith(type(error).__name__ + ":")
+    assert aws.record("good")["status"] == aws.record("fine")["status"] == c.STATUS_COMPLETED
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        object(),
+        {1, 2},
+        b"bytes",
+        {"nested": object()},
+        {1: "a", "b": 2},
+    ],
+    ids=["object", "set", "bytes", "nested-object", "mixed-keys"],
+)
+def test_a_result_that_is_not_json_is_a_failed_record_not_a_failed_batch(
+    aws, once_handler, sqs_event, result: Any
+) -> None:
+    event = sqs_event([{"orderId": "o-1"}])
+    response = once_handler(Spy(lambda body, attempt: result))(event, None)
+
+    assert failed_ids(response) == message_ids(event)
+    record = aws.record("o-1")
+    assert record["status"] == c.STATUS_FAILED
+    assert record["error"].startswith("TypeError:")
+
+
+def test_the_error_stored_on_a_failed_record_is_cut_short(aws, once_handler, sqs_event) -> None:
+    def business(body: Any, attempt: Any) -> None:
+        raise RuntimeError("x" * 5_000)
+
+    once_handler(business)(sqs_event([{"orderId": "o-1"}]), None)
+    assert len(aws.record("o-1")["error"]) == c.ERROR_MAX_CHARS
+
+
+def test_only_message_ids_of_the_batch_are_reported_and_each_once(
+    aws, once_handler, sqs_event
+) -> None:
+    def business(body: Any, attempt: Any) -> None:
+        raise RuntimeError("all fail")
+
+    bodies: list[Any] = [{"orderId": f"o-{i % 4}"} for i in range(10)] + ["not json"]
+    event = sqs_event(bodies)
+    failed = failed_ids(once_handler(business, dlq_url=None)(event, None))
+
+    assert sorted(failed) == sorted(message_ids(event))
+
+
+def test_an_unreachable_table_fails_every_record_without_raising(
+    aws, once_handler, spy, sqs_event
+) -> None:
+    event = sqs_event([{"orderId": "o-1"}, {"orderId": "o-2"}])
+    handler = once_handler(spy, table_name="no-such-table")
+
+    assert outcomes(handler, event) == [Outcome.FAILED, Outcome.FAILED]
+    assert sorted(failed_ids(handler(event, None))) == sorted(message_ids(event))
+    assert spy.calls == []
+
+
+def test_a_bug_in_the_processor_fails_the_whole_batch_without_raising(
+    aws, once_handler, spy, sqs_event, monkeypatch
+) -> None:
+    handler = once_handler(spy)
+
+    def broken(records: Any, context: Any) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(handler.processor, "run", broken)
+    event = sqs_event([{"orderId": "o-1"}, {"orderId": "o-2"}])
+    assert failed_ids(handler(event, None)) == message_ids(event)
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics to publish")
+def test_an_empty_batch_acknowledges_nothing_and_fails_nothing(aws, once_handler, spy) -> None:
+    assert once_handler(spy)({"Records": []}, None) == {"batchItemFailures": []}
+
+
+def test_a_broken_configuration_is_the_only_thing_that_raises(
+    aws, spy, sqs_event, monkeypatch
+) -> None:
+    monkeypatch.delenv(c.ENV_TABLE_NAME)
+    monkeypatch.delenv(c.ENV_SERVICE_NAME)
+    with pytest.raises(ValueError, match=c.ENV_SERVICE_NAME):
+        make_handler(spy, key="orderId")
+    handler = make_handler(spy, key="orderId", key_prefix="test")  # importing needs no AWS
+    with pytest.raises(RuntimeError, match=c.ENV_TABLE_NAME):
+        handler(sqs_event([{"orderId": "o-1"}]), None)
+
+
+def test_settings_come_from_the_environment_when_not_given(
+    aws, spy, sqs_event, monkeypatch
+) -> None:
+    monkeypatch.setenv(c.ENV_SERVICE_NAME, "from-env")
+    monkeypatch.setenv(c.ENV_RETENTION_S, "1234")
+    handler = make_handler(spy, key="orderId")
+
+    handler(sqs_event([{"orderId": "o-1"}, "not json"]), None)
+
+    record = aws.record("o-1", prefix="from-env")
+    assert record["expires_at"] - record["updated_at"] // 1000 in (1234, 1235)
+    assert len(aws.dlq()) == 1  # DLQ_URL from the environment
+
+
+def test_records_of_different_keys_run_concurrently_up_to_max_workers(
+    aws, once_handler, sqs_event
+) -> None:
+    together = threading.Barrier(3, timeout=5)
+    running: list[int] = []
+    peak: list[int] = []
+    lock = threading.Lock()
+
+    def business(body: Any, attempt: Any) -> str:
+        with lock:
+            running.append(1)
+            peak.append(len(running))
+        together.wait()  # only passes if three records are in business code at once
+        with lock:
+            running.pop()
+        return "ok"
+
+    event = sqs_event([{"orderId": f"o-{i}"} for i in range(6)])
+    assert once_handler(business, max_workers=3)(event, None) == {"batchItemFailures": []}
+    assert max(peak) == 3

@@ -1,0 +1,141 @@
+"""The decision table of DESIGN.md, row by row, on the pure functions of ``protocol.py``:
+what a rejected claim, complete or fail means, read from the old item alone."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from once import constants as c
+from once.models import METRIC_NAMES, Outcome, Record
+from once.protocol import Verdict, judge_claim, judge_finalize
+
+ME, OTHER = "me", "other"
+HASH, OTHER_HASH = "h" * 64, "x" * 64
+NOW_S = 1_700_000_000
+
+
+def record(status: str, *, owner: str = OTHER, fence: int = 3, payload_hash: str = HASH) -> Record:
+    return Record(
+        id="test#k",
+        status=status,
+        fence=fence,
+        owner=owner,
+        lease_expires_at=NOW_S * 1000 + 5_000,
+        expires_at=NOW_S + 3600,
+        payload_hash=payload_hash,
+    )
+
+
+# --- claim ----------------------------------------------------------------------------------
+
+
+def test_a_completed_record_with_the_same_hash_is_a_duplicate() -> None:
+    assert judge_claim(record(c.STATUS_COMPLETED), me=ME, payload_hash=HASH) is Verdict.DUPLICATE
+
+
+@pytest.mark.parametrize("status", [c.STATUS_COMPLETED, c.STATUS_IN_PROGRESS, c.STATUS_FAILED])
+def test_a_live_record_with_another_hash_is_a_conflict_whatever_its_status(status: str) -> None:
+    old = record(status, payload_hash=OTHER_HASH)
+    assert judge_claim(old, me=ME, payload_hash=HASH) is Verdict.CONFLICT
+
+
+def test_a_live_lease_of_another_owner_with_the_same_hash_is_busy() -> None:
+    assert judge_claim(record(c.STATUS_IN_PROGRESS), me=ME, payload_hash=HASH) is Verdict.BUSY
+
+
+def test_my_own_claim_found_in_progress_is_an_sdk_retry_that_landed() -> None:
+    old = record(c.STATUS_IN_PROGRESS, owner=ME)
+    assert judge_claim(old, me=ME, payload_hash=HASH) is Verdict.MINE
+
+
+def test_a_failed_record_that_still_refused_the_claim_is_retried_later_not_run() -> None:
+    # Only a clock race can refuse a claim on FAILED with the same hash: retry is safe.
+    assert judge_claim(record(c.STATUS_FAILED), me=ME, payload_hash=HASH) is Verdict.BUSY
+
+
+# --- complete / fail ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", [c.STATUS_COMPLETED, c.STATUS_FAILED])
+def test_my_owner_fence_and_target_status_on_the_record_is_my_own_retried_write(
+    target: str,
+) -> None:
+    old = record(target, owner=ME, fence=3)
+    assert judge_finalize(old, me=ME, fence=3, target_status=target) is Verdict.MINE
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        None,  # the record is gone (never happens: the application never deletes)
+        record(c.STATUS_IN_PROGRESS, owner=OTHER, fence=4),  # a newer claim holds it
+        record(c.STATUS_COMPLETED, owner=OTHER, fence=4),  # a newer claim finished it
+        record(c.STATUS_FAILED, owner=OTHER, fence=4),
+        record(c.STATUS_COMPLETED, owner=ME, fence=2),  # my owner but an older fence
+        record(c.STATUS_FAILED, owner=ME, fence=3),  # mine, but not the state I was writing
+    ],
+    ids=[
+        "absent",
+        "newer-in-progress",
+        "newer-completed",
+        "newer-failed",
+        "older-fence",
+        "other-status",
+    ],
+)
+def test_any_other_refused_complete_is_a_lost_lease(old: Record | None) -> None:
+    verdict = judge_finalize(old, me=ME, fence=3, target_status=c.STATUS_COMPLETED)
+    assert verdict is Verdict.LEASE_LOST
+
+
+# --- vocabulary -----------------------------------------------------------------------------
+
+
+def test_only_done_or_quarantined_records_are_acknowledged() -> None:
+    assert {o for o in Outcome if o.acknowledged} == {
+        Outcome.PROCESSED,
+        Outcome.DUPLICATE,
+        Outcome.QUARANTINED,
+    }
+
+
+def test_every_outcome_is_counted_by_a_metric() -> None:
+    assert set(METRIC_NAMES) == set(Outcome)
+    assert METRIC_NAMES[Outcome.LEASE_LOST] == "LeaseLost"
+    assert METRIC_NAMES[Outcome.DUPLICATE] == "Duplicate"
+
+
+def test_a_record_past_its_expiry_is_no_longer_live() -> None:
+    live = record(c.STATUS_COMPLETED)
+    assert live.is_live(NOW_S)
+    assert replace(live, expires_at=NOW_S).is_live(NOW_S)
+    assert not replace(live, expires_at=NOW_S - 1).is_live(NOW_S)
+
+
+def test_a_record_is_read_from_a_low_level_item() -> None:
+    item = {
+        "id": {"S": "test#k"},
+        "status": {"S": "COMPLETED"},
+        "fence": {"N": "7"},
+        "owner": {"S": "o"},
+        "expires_at": {"N": "10"},
+        "payload_hash": {"S": HASH},
+        "result": {"S": "{}"},
+        "message_id": {"S": "m"},
+        "updated_at": {"N": "11"},
+    }
+    assert Record.from_item(item) == Record(
+        id="test#k",
+        status="COMPLETED",
+        fence=7,
+        owner="o",
+        lease_expires_at=None,
+        expires_at=10,
+        payload_hash=HASH,
+        result="{}",
+        error=None,
+        message_id="m",
+        updated_at=11,
+    )

@@ -1,0 +1,123 @@
+"""What operators see: one INFO line per record with ``message_id``, ``key``, ``fence`` and
+``outcome`` and no payload values; one EMF metric per outcome."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from once import PermanentError
+from once import constants as c
+from once.observability import logger as once_logger
+from tests.conftest import Spy
+from tests.unit.test_outcome_table import claim_elsewhere
+
+SECRET_ITEM = "Kryptonite-Sample-XJ9"
+SECRET_QTY = 987654321
+
+
+def emf(stdout: str) -> dict[str, float]:
+    """Metric name -> total value over the EMF blobs printed in ``stdout``."""
+    totals: dict[str, float] = {}
+    for line in stdout.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        blob = json.loads(line)
+        for directive in blob["_aws"]["CloudWatchMetrics"]:
+            for metric in directive["Metrics"]:
+                value = blob[metric["Name"]]
+                totals[metric["Name"]] = totals.get(metric["Name"], 0) + (
+                    sum(value) if isinstance(value, list) else value
+                )
+    return totals
+
+
+def test_each_outcome_is_published_as_an_emf_metric(
+    aws, once_handler, sqs_event, clock, capsys
+) -> None:
+    def business(body: Any, attempt: Any) -> str:
+        if body.get("lose"):
+            clock.advance(c.DEFAULT_LOCK_TIMEOUT_S + 1)
+            claim_elsewhere(aws, body, clock=clock)
+        if body.get("permanent"):
+            raise PermanentError("no")
+        if body.get("fail"):
+            raise RuntimeError("down")
+        return "ok"
+
+    handler = once_handler(business, clock=clock)
+    handler(sqs_event([{"orderId": "dup"}]), None)
+    claim_elsewhere(aws, {"orderId": "busy"})
+    capsys.readouterr()
+
+    handler(
+        sqs_event(
+            [
+                {"orderId": "new"},
+                {"orderId": "dup"},
+                {"orderId": "dup", "x": 1},
+                {"orderId": "busy"},
+                {"orderId": "perm", "permanent": True},
+                {"orderId": "fail", "fail": True},
+                "not json",
+            ]
+        ),
+        None,
+    )
+    handler(sqs_event([{"orderId": "lost", "lose": True}]), None)
+
+    metrics = emf(capsys.readouterr().out)
+    assert metrics == {
+        c.METRIC_PROCESSED: 1,
+        c.METRIC_DUPLICATE: 1,
+        c.METRIC_QUARANTINED: 3,
+        c.METRIC_BUSY: 1,
+        c.METRIC_FAILED: 1,
+        c.METRIC_LEASE_LOST: 1,
+    }
+
+
+def test_a_takeover_is_counted_beside_its_outcome(
+    aws, once_handler, spy, sqs_event, clock, capsys
+) -> None:
+    claim_elsewhere(aws, {"orderId": "o-1"}, clock=clock, lease_ms=1_000)
+    clock.advance(2)
+    capsys.readouterr()
+    once_handler(spy, clock=clock)(sqs_event([{"orderId": "o-1"}]), None)
+    assert emf(capsys.readouterr().out) == {c.METRIC_PROCESSED: 1, c.METRIC_TAKEOVER: 1}
+
+
+def test_record_lines_carry_the_protocol_fields_and_no_payload_values(
+    aws, once_handler, sqs_event, caplog
+) -> None:
+    def business(body: Any, attempt: Any) -> Any:
+        if body["orderId"] == "o-3":
+            raise PermanentError("quantity not available")
+        if body["orderId"] == "o-4":
+            raise RuntimeError("warehouse offline")
+        return {"item": body["item"], "qty": body["qty"]}
+
+    bodies: list[Any] = [
+        {"orderId": f"o-{i}", "item": SECRET_ITEM, "qty": SECRET_QTY} for i in range(5)
+    ]
+    conflicting = {"orderId": "o-1", "item": SECRET_ITEM + "-2", "qty": SECRET_QTY + 1}
+    event = sqs_event([*bodies, bodies[0], conflicting, json.dumps(bodies[0])[:-1]])
+
+    with caplog.at_level(logging.INFO):
+        once_handler(Spy(business))(event, None)
+
+    for record in caplog.records:
+        if record.levelno <= logging.INFO:  # whatever logger wrote it
+            assert SECRET_ITEM not in record.getMessage()
+    info = [r for r in caplog.records if r.levelno == logging.INFO and r.name == once_logger.name]
+    formatted = [once_logger.registered_formatter.format(r) for r in info]
+    assert len(info) == len(event["Records"])
+    for line in formatted:
+        assert SECRET_ITEM not in line
+        assert str(SECRET_QTY) not in line
+        fields = json.loads(line)
+        assert {"message_id", "outcome"} <= set(fields)
+    by_id = {json.loads(line)["message_id"]: json.loads(line) for line in formatted}
+    first = by_id[event["Records"][0]["messageId"]]
+    assert (first["key"], first["fence"], first["outcome"]) == ("o-0", 1, "processed")
