@@ -17,7 +17,7 @@ from botocore.config import Config
 
 from once import constants as c
 from once.models import METRIC_NAMES
-from once.observability import logger, publish, tracer
+from once.observability import logger, publish, subsegment
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
 from once.quarantine import Quarantine
@@ -56,7 +56,9 @@ class Handler:
                     f"no idempotency table: pass table_name= to make_handler or set "
                     f"{c.ENV_TABLE_NAME}"
                 )
+            # Requests are built here, so botocore's client-side validation only costs CPU.
             config = Config(
+                parameter_validation=False,
                 retries={"mode": "standard", "max_attempts": 3},
                 max_pool_connections=max(10, self._settings.max_workers),
             )
@@ -78,9 +80,10 @@ class Handler:
         records = list(SQSEvent(event).records)
         processor = self.processor
         try:
-            with tracer.provider.in_subsegment("## once batch") as subsegment:
+            with subsegment("## once batch") as segment:
                 handled = processor.run(records, context)
-                subsegment.put_annotation("records", len(handled))
+                if segment is not None:
+                    segment.put_annotation("records", len(handled))
         except Exception:
             # A bug, not a record problem: acknowledge nothing, let SQS redeliver.
             logger.exception("batch aborted; every record will be redelivered")

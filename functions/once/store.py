@@ -35,9 +35,11 @@ _COMPLETE_UPDATE = (
 )
 _FAIL_UPDATE = "SET #status = :failed, #error = :error, #updated = :now_ms REMOVE #lease"
 _FINALIZE_CONDITION = "#owner = :me AND #fence = :fence AND #status = :in_progress"
-#: The control run's condition: no owner, no fence. Only the harness uses it, to show that
-#: it catches what the fence prevents.
-_UNFENCED_CONDITION = "#status = :in_progress AND (:me = :me) AND (:fence = :fence)"
+#: The control run's condition: the item exists, nothing more (no owner, fence or status).
+#: Only the harness uses it, to show that it catches what the fence prevents.
+_UNFENCED_CONDITION = (
+    "attribute_exists(#id) AND :me = :me AND :fence = :fence AND :in_progress = :in_progress"
+)
 
 _NAMES = {
     "#id": c.ATTR_ID,
