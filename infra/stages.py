@@ -104,7 +104,7 @@ _BASE: dict[str, dict[str, Any]] = {
     },
     # What the local cloud deploys: short timeouts, so a redelivery takes seconds.
     "local": {
-        "function_timeout_s": 5,
+        "function_timeout_s": 2,
         "memory_mb": 512,
         "batch_size": 10,
         "max_batching_window_s": 0,

@@ -1,0 +1,49 @@
+"""Move messages from a DLQ back to its source queue, where StartMessageMoveTask is missing.
+
+Each message is copied (body, attributes, FIFO group and deduplication ids) and deleted
+from the DLQ only once its copy is sent, so a failure midway loses nothing. The move is
+bounded by what the DLQ held when it started: a message that the consumer quarantines
+again at once must not bounce between the two queues forever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def dlq_depth(sqs: Any, dlq_url: str) -> int:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def move(sqs: Any, dlq_url: str, source_url: str, limit: int | None = None) -> int:
+    """Move at most ``limit`` messages (default: the DLQ's depth now); returns how many."""
+    budget = dlq_depth(sqs, dlq_url) if limit is None else limit
+    moved = 0
+    while moved < budget:
+        messages = sqs.receive_message(
+            QueueUrl=dlq_url,
+            MaxNumberOfMessages=min(10, budget - moved),
+            WaitTimeSeconds=0,
+            VisibilityTimeout=60,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            break
+        for message in messages:
+            copy: dict[str, Any] = {"QueueUrl": source_url, "MessageBody": message["Body"]}
+            if message.get("MessageAttributes"):
+                copy["MessageAttributes"] = message["MessageAttributes"]
+            system = message.get("Attributes", {})
+            if system.get("MessageGroupId"):
+                copy["MessageGroupId"] = system["MessageGroupId"]
+                copy["MessageDeduplicationId"] = (
+                    system.get("MessageDeduplicationId") or message["MessageId"]
+                )
+            sqs.send_message(**copy)  # raises: the original stays in the DLQ
+            sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+            moved += 1
+    return moved

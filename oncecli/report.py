@@ -1,0 +1,214 @@
+"""The demo's verdict: read the tables and the DLQ back and check every message's fate.
+
+Why independent of the mapping's own counters: the report must catch what the layer might
+get wrong, so it trusts only the stored state. A message is *done* when the mapping deleted
+it and the record of its key is COMPLETED; it is *in the DLQ* when the DLQ holds it (under
+its own id, or under ``once.original_message_id`` for a quarantined copy); anything else
+is *lost*. The ledger is right when every account's balance is the sum of its distinct
+valid payments and every payment entry is one of those payments.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from once import constants as c
+from oncecli.workload import Message, Workload, record_id
+from payments.ledger import ACCOUNT_PREFIX, ENTRY_PREFIX
+
+
+def scan(ddb: Any, table: str) -> Iterator[dict[str, Any]]:
+    """Every item of a table (consistent reads; fine for a demo-sized table)."""
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = ddb.scan(**kwargs)
+        yield from page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
+            return
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def read_queue(sqs: Any, url: str, hold_s: int = 30) -> list[dict[str, Any]]:
+    """Every message of a queue, without consuming it: each is received once (hidden for
+    ``hold_s``), then made visible again."""
+    seen: dict[str, dict[str, Any]] = {}
+    while True:
+        batch = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=0,
+            VisibilityTimeout=hold_s,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
+        fresh = [m for m in batch if m["MessageId"] not in seen]
+        if not fresh:
+            break
+        for message in fresh:
+            seen[message["MessageId"]] = message
+    entries = [
+        {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+        for n, m in enumerate(seen.values())
+    ]
+    for start in range(0, len(entries), 10):
+        sqs.change_message_visibility_batch(QueueUrl=url, Entries=entries[start : start + 10])
+    return list(seen.values())
+
+
+def dlq_origin(message: dict[str, Any]) -> tuple[str, str]:
+    """(original message id, why it is here) of a DLQ message."""
+    attributes = message.get("MessageAttributes") or {}
+    original = attributes.get(c.QUARANTINE_ATTR_MESSAGE_ID, {}).get("StringValue")
+    if original:
+        reason = attributes.get(c.QUARANTINE_ATTR_REASON, {}).get("StringValue", "quarantined")
+        return original, f"quarantined: {reason}"
+    return message["MessageId"], "maxReceiveCount exceeded"
+
+
+def check(
+    *,
+    workload: Workload,
+    sent: dict[str, Message],
+    deleted: set[str],
+    ddb: Any,
+    sqs: Any,
+    outputs: dict[str, str],
+    prefix: str,
+) -> dict[str, Any]:
+    """Compare the stored state with the workload; the dict is the ``--json`` report."""
+    records = {item[c.ATTR_ID]["S"]: item for item in scan(ddb, outputs["IdempotencyTableName"])}
+    entries: dict[str, tuple[str, int]] = {}
+    balances: dict[str, int] = {}
+    for item in scan(ddb, outputs["LedgerTableName"]):
+        key = item[c.PARTITION_KEY]["S"]
+        if key.startswith(ENTRY_PREFIX):
+            entries[key[len(ENTRY_PREFIX) :]] = (item["account"]["S"], int(item["amount"]["N"]))
+        elif key.startswith(ACCOUNT_PREFIX):
+            balances[key[len(ACCOUNT_PREFIX) :]] = int(item["balance"]["N"])
+    dlq = [dlq_origin(m) for m in read_queue(sqs, outputs["DlqUrl"])]
+    in_dlq = {original for original, _ in dlq}
+    source_left = sqs.get_queue_attributes(
+        QueueUrl=outputs["QueueUrl"],
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+
+    def done(message_id: str, message: Message) -> bool:
+        if message_id not in deleted or message.payment_id is None:
+            return False
+        record = records.get(record_id(prefix, message.payment_id))
+        return bool(record) and record[c.ATTR_STATUS]["S"] == c.STATUS_COMPLETED
+
+    fates: Counter[str] = Counter()
+    lost_ids = []
+    for message_id, message in sent.items():
+        if message_id in in_dlq:
+            fates["dlq"] += 1
+        elif done(message_id, message):
+            fates["done"] += 1
+        else:
+            lost_ids.append(message_id)
+    expected: dict[str, int] = Counter()
+    for account, amount in workload.payments.values():
+        expected[account] += amount
+    ledger_ok = (
+        entries == workload.payments
+        and all(balances.get(a, 0) == v for a, v in expected.items())
+        and set(balances) <= set(expected)
+    )
+    return {
+        "sent": len(sent),
+        "unique_keys": len(workload.payments),
+        "executions": len(entries),
+        "acknowledged": len(deleted & set(sent)),
+        "done": fates["done"],
+        "dlq": len(dlq),
+        "lost": len(lost_ids),
+        "lost_message_ids": lost_ids[:20],
+        "ledger_ok": ledger_ok,
+        "workload": dict(sorted(workload.kinds.items())),
+        "dlq_reasons": dict(sorted(Counter(reason for _, reason in dlq).items())),
+        "records_by_status": dict(
+            sorted(Counter(r[c.ATTR_STATUS]["S"] for r in records.values()).items())
+        ),
+        "source_queue_left": sum(int(v) for v in source_left.values()),
+        "accounts": len(balances),
+    }
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    """The report table the demo prints."""
+    ok = report["lost"] == 0 and report["ledger_ok"]
+    table = Table(
+        title="once demo: " + ("every message took effect once" if ok else "SOMETHING WENT WRONG"),
+        title_justify="left",
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_column("meaning")
+    good, bad = "[green]", "[bold red]"
+    rows = [
+        ("sent", report["sent"], "messages sent (duplicates and bad ones included)"),
+        ("unique_keys", report["unique_keys"], "distinct valid payments"),
+        (
+            "executions",
+            (good if report["executions"] == report["unique_keys"] else bad)
+            + str(report["executions"]),
+            "payments applied to the ledger",
+        ),
+        ("acknowledged", report["acknowledged"], "messages deleted by the mapping"),
+        (
+            "dlq",
+            report["dlq"],
+            ", ".join(f"{v} {k}" for k, v in report["dlq_reasons"].items()) or "-",
+        ),
+        (
+            "lost",
+            (good if report["lost"] == 0 else bad) + str(report["lost"]),
+            "neither done nor in the DLQ",
+        ),
+        (
+            "ledger_ok",
+            (good if report["ledger_ok"] else bad) + str(report["ledger_ok"]).lower(),
+            f"{report['accounts']} balances = sums of distinct valid payments",
+        ),
+        (
+            "records",
+            sum(report["records_by_status"].values()),
+            ", ".join(f"{v} {k}" for k, v in report["records_by_status"].items()),
+        ),
+    ]
+    mapping = report.get("mapping") or {}
+    if mapping:
+        rows.append(
+            (
+                "invocations",
+                mapping["invocations"],
+                f"{mapping['records']} records delivered, {mapping['retried']} left for "
+                f"redelivery, {mapping['full_failures']} full-batch failures, "
+                f"{mapping['timeouts']} timeouts",
+            )
+        )
+    if "wall_s" in report:
+        rows.append(
+            (
+                "wall time",
+                f"{report['wall_s']:.1f} s",
+                f"engine {report['engine']}, {report['workers']} workers",
+            )
+        )
+    for name, value, meaning in rows:
+        table.add_row(name, str(value), meaning)
+    console.print(table)
+    console.print("workload: " + ", ".join(f"{v} {k}" for k, v in report["workload"].items()))
+
+
+def write_json(report: dict[str, Any], path: str) -> None:
+    with open(path, "w") as out:
+        json.dump(report, out, indent=2, sort_keys=True)
+        out.write("\n")

@@ -1,0 +1,99 @@
+"""One emulated Lambda execution environment: a separate process running the handler.
+
+Why a process and not a thread: a crash must be a real crash (the record stays
+IN_PROGRESS, its lease has to run out), and a timeout must really stop the code mid-flight,
+as Lambda does at the deadline. The parent (``mapping.Worker``) kills and replaces the process
+in both cases. The process is warm between invocations, like a Lambda container: the
+handler module is imported once, with the function's environment set first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+
+@dataclass
+class LambdaContext:
+    """The attributes and method of Lambda's Python context object that handlers use."""
+
+    function_name: str
+    invoked_function_arn: str
+    memory_limit_in_mb: int
+    deadline_ms: int
+    aws_request_id: str
+    function_version: str = "$LATEST"
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds left before the function timeout (0 once it has passed)."""
+        return max(0, self.deadline_ms - int(time.time() * 1000))
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the parent sends for one invocation."""
+
+    event: dict[str, Any]
+    deadline_ms: int
+    function_name: str
+    function_arn: str
+    memory_mb: int
+
+
+def _quiet(log_path: str | None) -> None:
+    """Ctrl-C is the parent's business; logs go to a file so the demo output stays clean."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the CLI
+    target = os.open(log_path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(target, 1)
+    os.dup2(target, 2)
+    os.close(target)
+
+
+def serve(conn: Connection, handler: str, env: dict[str, str], log_path: str | None) -> None:
+    """Process entry point: import the handler, then answer invocations until told to stop.
+
+    Each answer is ``("ok", json_text)`` or ``("error", "Class: message")``; the JSON text is
+    parsed by the parent, as Lambda parses the function's response payload.
+    """
+    _quiet(log_path)
+    os.environ.update(env)
+    module_name, function_name = handler.rsplit(".", 1)
+    function = getattr(importlib.import_module(module_name), function_name)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            invocation: Invocation | None = conn.recv()
+        except EOFError:
+            return
+        if invocation is None:
+            return
+        context = LambdaContext(
+            function_name=invocation.function_name,
+            invoked_function_arn=invocation.function_arn,
+            memory_limit_in_mb=invocation.memory_mb,
+            deadline_ms=invocation.deadline_ms,
+            aws_request_id=str(uuid.uuid4()),
+            log_group_name=f"/aws/lambda/{invocation.function_name}",
+        )
+        try:
+            response = function(invocation.event, context)
+        except Exception as error:
+            conn.send(("error", f"{type(error).__name__}: {error}"[:500]))
+            continue
+        try:
+            payload = json.dumps(response)
+        except (TypeError, ValueError) as error:
+            conn.send(("error", f"Runtime.MarshalError: {error}"[:500]))
+            continue
+        conn.send(("ok", payload))

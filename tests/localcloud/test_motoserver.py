@@ -1,0 +1,68 @@
+"""The patched moto server: a refused transaction undoes only its own items."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from oncecli.engines import MotoServer
+from oncecli.localcloud import local_client
+
+
+def test_failed_transaction_rolls_back_its_items_only():
+    with MotoServer() as moto:
+        ddb = local_client("dynamodb", moto.endpoint)
+        ddb.create_table(
+            TableName="t",
+            BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        )
+        ddb.put_item(TableName="t", Item={"id": {"S": "other"}, "n": {"N": "1"}})
+        ddb.put_item(TableName="t", Item={"id": {"S": "acct"}, "balance": {"N": "5"}})
+        with pytest.raises(ClientError):
+            ddb.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": "t",
+                            "Key": {"id": {"S": "acct"}},
+                            "UpdateExpression": "ADD balance :a",
+                            "ExpressionAttributeValues": {":a": {"N": "7"}},
+                        }
+                    },
+                    {"Put": {"TableName": "t", "Item": {"id": {"S": "new"}}}},
+                    {
+                        "Update": {
+                            "TableName": "t",
+                            "Key": {"id": {"S": "x" * 2100}},
+                            "UpdateExpression": "ADD balance :a",
+                            "ExpressionAttributeValues": {":a": {"N": "7"}},
+                        }
+                    },
+                ]
+            )
+        items = {i["id"]["S"]: i for i in ddb.scan(TableName="t")["Items"]}
+        assert set(items) == {"other", "acct"}
+        assert items["acct"]["balance"]["N"] == "5"
+        ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": "t",
+                        "Key": {"id": {"S": "acct"}},
+                        "UpdateExpression": "ADD balance :a",
+                        "ExpressionAttributeValues": {":a": {"N": "7"}},
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": "t",
+                        "Item": {"id": {"S": "new"}},
+                        "ConditionExpression": "attribute_not_exists(id)",
+                    }
+                },
+            ]
+        )
+        items = {i["id"]["S"]: i for i in ddb.scan(TableName="t")["Items"]}
+        assert items["acct"]["balance"]["N"] == "12" and "new" in items
