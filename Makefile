@@ -28,8 +28,11 @@ lint: .venv/.installed
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check functions oncecli infra tests app.py
 
+# DynamoDB Local cannot choose its listen address, so the suite runs in a private network
+# namespace with loopback up (the chaos and DynamoDB Local tests check that they are in one).
 test: setup lint
-	$(PY) -m pytest
+	@unshare -n true 2>/dev/null || { echo "make test: 'unshare -n' is not permitted here, and the DynamoDB Local suites need a private network namespace: run as root or with CAP_SYS_ADMIN." >&2; exit 1; }
+	unshare -n sh -c 'ip link set lo up && exec $(PY) -m pytest'
 
 synth: setup
 	npx cdk synth --quiet -o cdk.out

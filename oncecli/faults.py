@@ -1,8 +1,9 @@
 """Faults injected at the AWS client, where the protocol meets the network.
 
-Each injector is a botocore ``before-send`` hook on one client, so the code under test runs
-unchanged: its requests are delayed, throttled, or applied with their response lost (the SDK
-then retries a write that already landed). The harness, the model-based test and the
+Each injector is a botocore ``before-send`` hook, on one client or on every client the
+process creates (botocore's built-in handler list), so the code under test runs unchanged:
+its requests are delayed, throttled, or applied with their response lost (the SDK then
+retries a write that already landed). The harness, the model-based test and the
 benchmarks all inject through here.
 """
 
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import botocore.handlers
 import urllib3
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ConnectionClosedError
@@ -40,10 +42,18 @@ def _first_attempt(request: Any) -> bool:
 
 
 class Injector:
-    """Installs fault hooks on one client and counts what it injected, per fault kind."""
+    """Installs fault hooks and counts what it injected, per fault kind.
 
-    def __init__(self, client: Any, rng: random.Random | None = None) -> None:
+    ``client=None`` hooks every client created afterwards in this process."""
+
+    def __init__(
+        self,
+        client: Any | None,
+        rng: random.Random | None = None,
+        on_fault: Callable[[str], None] | None = None,
+    ) -> None:
         self._client = client
+        self._on_fault = on_fault
         self._rng = rng or random.Random(0)
         self._lock = threading.Lock()
         self._http = urllib3.PoolManager()
@@ -52,13 +62,18 @@ class Injector:
     def _count(self, kind: str) -> None:
         with self._lock:
             self.counts[kind] = self.counts.get(kind, 0) + 1
+        if self._on_fault is not None:
+            self._on_fault(kind)
 
     def _roll(self, rate: float) -> bool:
         with self._lock:
             return self._rng.random() < rate
 
     def _register(self, hook: Callable[..., Any]) -> None:
-        self._client.meta.events.register("before-send.dynamodb", hook)
+        if self._client is None:
+            botocore.handlers.BUILTIN_HANDLERS.append(("before-send.dynamodb", hook))
+        else:
+            self._client.meta.events.register("before-send.dynamodb", hook)
 
     def latency(self, milliseconds: float) -> None:
         """Add a fixed round trip to every call (the network a real table is behind)."""
@@ -76,8 +91,9 @@ class Injector:
             if _operation(request) not in names or not self._roll(rate):
                 return None
             self._count("throttle")
-            return AWSResponse(request.url, 400, {"x-amzn-RequestId": "injected"},
-                               _RawBody(_THROTTLE_BODY))
+            return AWSResponse(
+                request.url, 400, {"x-amzn-RequestId": "injected"}, _RawBody(_THROTTLE_BODY)
+            )
 
         self._register(hook)
 
@@ -88,13 +104,18 @@ class Injector:
         names = set(operations)
 
         def hook(request: Any, **_: Any) -> None:
-            if (_operation(request) not in names or not _first_attempt(request)
-                    or not self._roll(rate)):
+            if (
+                _operation(request) not in names
+                or not _first_attempt(request)
+                or not self._roll(rate)
+            ):
                 return
-            headers = {k: (v.decode() if isinstance(v, bytes) else v)
-                       for k, v in request.headers.items()}
-            self._http.request(request.method, request.url, body=request.body,
-                               headers=headers, retries=False)
+            headers = {
+                k: (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()
+            }
+            self._http.request(
+                request.method, request.url, body=request.body, headers=headers, retries=False
+            )
             self._count("lost_response")
             raise ConnectionClosedError(endpoint_url=request.url)
 

@@ -74,40 +74,62 @@ class RecordMachine(RuleBasedStateMachine):
         self.completed: tuple[int, str] | None = None  # (fence, result) while live
 
     def _store(self, worker: int, client: object) -> RecordStore:
-        return RecordStore(client, self.table, retention_s=RETENTION_S,
-                           clock=lambda: self.now + self.skew[worker], fenced=self.fenced)
+        return RecordStore(
+            client,
+            self.table,
+            retention_s=RETENTION_S,
+            clock=lambda: self.now + self.skew[worker],
+            fenced=self.fenced,
+        )
 
     def _clock(self, worker: int) -> tuple[int, int]:
         t = self.now + self.skew[worker]
         return int(t), int(t * 1000)
 
     # --- rules -------------------------------------------------------------------------
-    @rule(worker=st.integers(0, WORKERS - 1), payload=st.sampled_from(PAYLOADS),
-          lost=st.booleans())
+    @rule(worker=st.integers(0, WORKERS - 1), payload=st.sampled_from(PAYLOADS), lost=st.booleans())
     def claim(self, worker: int, payload: str, lost: bool) -> None:
         store = (self.lossy if lost else self.stores)[worker]
         ph = _hash(payload)
         now_s, now_ms = self._clock(worker)
-        got = store.claim(self.key, payload_hash=ph, message_id=f"m{worker}",
-                          lease_ms=LEASE_MS)
+        got = store.claim(self.key, payload_hash=ph, message_id=f"m{worker}", lease_ms=LEASE_MS)
         m = self.model
-        accept = m is None or m.expires_at < now_s or (
-            (m.status == c.STATUS_FAILED
-             or (m.status == c.STATUS_IN_PROGRESS and (m.lease_expires_at or 0) < now_ms))
-            and m.payload_hash == ph)
+        accept = (
+            m is None
+            or m.expires_at < now_s
+            or (
+                (
+                    m.status == c.STATUS_FAILED
+                    or (m.status == c.STATUS_IN_PROGRESS and (m.lease_expires_at or 0) < now_ms)
+                )
+                and m.payload_hash == ph
+            )
+        )
         if accept:
             assert isinstance(got, Claimed), got
             fence = (m.fence if m else 0) + 1
             assert got.fence == fence
             if m is not None and m.expires_at < now_s:
                 self.completed = None
-            self.model = Model(c.STATUS_IN_PROGRESS, fence, got.owner, now_ms + LEASE_MS,
-                               now_s + RETENTION_S, ph, None)
+            self.model = Model(
+                c.STATUS_IN_PROGRESS,
+                fence,
+                got.owner,
+                now_ms + LEASE_MS,
+                now_s + RETENTION_S,
+                ph,
+                None,
+            )
             self.claims[worker] = got
             return
         assert m is not None and isinstance(got, Rejected), got
-        expected = (Outcome.CONFLICT if m.payload_hash != ph
-                    else Outcome.DUPLICATE if m.status == c.STATUS_COMPLETED else Outcome.BUSY)
+        expected = (
+            Outcome.CONFLICT
+            if m.payload_hash != ph
+            else Outcome.DUPLICATE
+            if m.status == c.STATUS_COMPLETED
+            else Outcome.BUSY
+        )
         assert got.outcome is expected, (got.outcome, expected)
 
     @precondition(lambda self: any(self.claims))
@@ -117,21 +139,33 @@ class RecordMachine(RuleBasedStateMachine):
         if claim is None:
             return
         store = (self.lossy if lost else self.stores)[worker]
-        now_s, now_ms = self._clock(worker)
+        now_s, _ = self._clock(worker)
         value = f"r{claim.fence}-{claim.owner[:6]}"
-        ok = (store.complete(self.key, claim, value) if complete
-              else store.fail(self.key, claim, "Boom: injected"))
+        ok = (
+            store.complete(self.key, claim, value)
+            if complete
+            else store.fail(self.key, claim, "Boom: injected")
+        )
         m = self.model
-        mine = (m is not None and m.owner == claim.owner and m.fence == claim.fence
-                and m.status == c.STATUS_IN_PROGRESS)
+        mine = (
+            m is not None
+            and m.owner == claim.owner
+            and m.fence == claim.fence
+            and m.status == c.STATUS_IN_PROGRESS
+        )
         assert ok == mine, (ok, m, claim)
         self.claims[worker] = None
         if not mine:
             return
         assert m is not None
         if complete:
-            self.model = replace(m, status=c.STATUS_COMPLETED, result=value,
-                                 lease_expires_at=None, expires_at=now_s + RETENTION_S)
+            self.model = replace(
+                m,
+                status=c.STATUS_COMPLETED,
+                result=value,
+                lease_expires_at=None,
+                expires_at=now_s + RETENTION_S,
+            )
             self.completed = (claim.fence, value)
         else:
             self.model = replace(m, status=c.STATUS_FAILED, lease_expires_at=None)
@@ -150,9 +184,12 @@ class RecordMachine(RuleBasedStateMachine):
         if self.model is None or self.model.expires_at >= int(self.now):
             return
         self.client.delete_item(
-            TableName=self.table, Key={c.ATTR_ID: {"S": self.key}},
-            ConditionExpression="#e < :now", ExpressionAttributeNames={"#e": c.TTL_ATTRIBUTE},
-            ExpressionAttributeValues={":now": {"N": str(int(self.now))}})
+            TableName=self.table,
+            Key={c.ATTR_ID: {"S": self.key}},
+            ConditionExpression="#e < :now",
+            ExpressionAttributeNames={"#e": c.TTL_ATTRIBUTE},
+            ExpressionAttributeValues={":now": {"N": str(int(self.now))}},
+        )
         self.model, self.completed, self.swept = None, None, True
 
     # --- invariants ----------------------------------------------------------------------
@@ -167,35 +204,63 @@ class RecordMachine(RuleBasedStateMachine):
             assert actual is None
             return
         assert actual is not None
-        assert (actual.status, actual.fence, actual.owner, actual.lease_expires_at,
-                actual.expires_at, actual.payload_hash, actual.result) == (
-            m.status, m.fence, m.owner, m.lease_expires_at, m.expires_at, m.payload_hash,
-            m.result)
+        assert (
+            actual.status,
+            actual.fence,
+            actual.owner,
+            actual.lease_expires_at,
+            actual.expires_at,
+            actual.payload_hash,
+            actual.result,
+        ) == (
+            m.status,
+            m.fence,
+            m.owner,
+            m.lease_expires_at,
+            m.expires_at,
+            m.payload_hash,
+            m.result,
+        )
 
     @invariant()
     def at_most_one_claim_can_still_finalize(self) -> None:
         m = self.model
-        holders = [cl for cl in self.claims if cl is not None and m is not None
-                   and cl.owner == m.owner and cl.fence == m.fence
-                   and m.status == c.STATUS_IN_PROGRESS]
+        holders = [
+            cl
+            for cl in self.claims
+            if cl is not None
+            and m is not None
+            and cl.owner == m.owner
+            and cl.fence == m.fence
+            and m.status == c.STATUS_IN_PROGRESS
+        ]
         assert len(holders) <= 1
 
     @invariant()
     def a_completed_result_never_changes_while_the_record_lives(self) -> None:
         actual: Record | None = self.stores[0].get(self.key)
-        if self.completed is not None and actual is not None:
-            if actual.status == c.STATUS_COMPLETED:
-                assert (actual.fence, actual.result) == self.completed
+        if (
+            self.completed is not None
+            and actual is not None
+            and actual.status == c.STATUS_COMPLETED
+        ):
+            assert (actual.fence, actual.result) == self.completed
 
 
-def _run(machine: type[RecordMachine], dynamodb_local: dict, examples: int,
-         shrink: bool = True) -> None:
+def _run(
+    machine: type[RecordMachine], dynamodb_local: dict, examples: int, shrink: bool = True
+) -> None:
     machine.endpoint = dynamodb_local["endpoint"]
     machine.table = dynamodb_local["table"]
     phases = tuple(Phase) if shrink else (Phase.explicit, Phase.generate)
-    machine.TestCase.settings = settings(max_examples=examples, stateful_step_count=30,
-                                         deadline=None, database=None, phases=phases,
-                                         report_multiple_bugs=False)
+    machine.TestCase.settings = settings(
+        max_examples=examples,
+        stateful_step_count=30,
+        deadline=None,
+        database=None,
+        phases=phases,
+        report_multiple_bugs=False,
+    )
     machine.TestCase().runTest()
 
 

@@ -1,0 +1,1 @@
+"""The fault-injection harness: once, Powertools and the naive pattern under the same faults."""

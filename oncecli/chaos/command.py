@@ -1,0 +1,128 @@
+"""``once chaos``: run the harness and print (and optionally save) its report.
+
+DynamoDB Local is the default engine, because its conditional writes are atomic; it runs
+with the workers inside a private network namespace. moto is for a quick smoke run only:
+its conditional writes are not atomic, so its figures prove nothing about races.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from oncecli import engines
+from oncecli.chaos import report
+from oncecli.chaos.harness import DEFAULT_RATES, IMPLEMENTATIONS, Endpoints, Run, chaos
+
+#: The per-fault sweep: each fault kind alone (rates of the others at zero).
+SINGLE_FAULTS: dict[str, dict[str, float]] = {
+    "duplicates only": {},
+    "kill after claim": {"kill_after_claim": 0.02},
+    "kill after effect": {"kill_after_effect": 0.02},
+    "kill before finalize": {"kill_before_finalize": 0.02},
+    "pause past lease": {"pause": 0.02},
+    "throttling": {"throttle": 0.2},
+    "lost response": {"lost_response": 0.1},
+    "clock skew": {"skew": 1},
+    "DLQ redrive": {"redrive": 1},
+    "TTL sweep": {"ttl_sweep": 1},
+}
+_ALL_OFF = {k: 0.0 for k in DEFAULT_RATES} | {"skew": 0, "redrive": 0, "ttl_sweep": 0}
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "chaos", help="fault-injection harness: once vs Powertools vs the naive pattern"
+    )
+    parser.add_argument("--engine", choices=["dynamodb-local", "moto"], default="dynamodb-local")
+    parser.add_argument("--deliveries", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--json", type=Path, help="write the report as JSON here")
+    parser.add_argument(
+        "--per-fault",
+        type=Path,
+        metavar="PNG",
+        help="also run each fault kind alone and plot violations to PNG",
+    )
+    parser.add_argument(
+        "--implementations",
+        default=",".join(IMPLEMENTATIONS),
+        help="comma-separated: once, once-unfenced, powertools, naive",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.engine == "dynamodb-local":
+        engines.enter_private_netns(sys.argv[1:])
+    console = Console(stderr=True)
+    impls = tuple(args.implementations.split(","))
+    with engines.MotoServer() as moto:
+        if args.engine == "dynamodb-local":
+            with engines.DynamoDBLocal() as ddb:
+                runs, per_fault = _run_all(
+                    args, impls, Endpoints(moto.endpoint, ddb.endpoint), console
+                )
+        else:
+            runs, per_fault = _run_all(
+                args, impls, Endpoints(moto.endpoint, moto.endpoint), console
+            )
+    out = Console()
+    report.show(runs, out)
+    if per_fault and args.per_fault:
+        report.plot(per_fault, args.per_fault)
+        out.print(f"plot written to {args.per_fault}")
+    if args.json:
+        doc = report.document(
+            runs,
+            engine=args.engine,
+            seed=args.seed,
+            per_fault={k: report.document(v) for k, v in per_fault.items()},
+        )
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    broken = [r.impl for r in runs if r.impl == "once" and (sum(r.violations.values()) or r.lost)]
+    return 1 if broken else 0
+
+
+def _run_all(
+    args: argparse.Namespace, impls: tuple[str, ...], endpoints: Endpoints, console: Console
+) -> tuple[list[Run], dict[str, list[Run]]]:
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(impl: str, done: float) -> None:
+            if impl not in tasks:
+                tasks[impl] = bar.add_task(f"chaos {impl}", total=1.0)
+            bar.update(tasks[impl], completed=max(0.0, min(1.0, done)))
+
+        runs = chaos(
+            args.deliveries,
+            args.seed,
+            endpoints,
+            workers=args.workers,
+            implementations=impls,
+            progress=progress,
+        )
+        per_fault: dict[str, list[Run]] = {}
+        if args.per_fault:
+            for name, rates in SINGLE_FAULTS.items():
+                tasks.clear()
+                per_fault[name] = chaos(
+                    max(300, args.deliveries // 20),
+                    args.seed,
+                    endpoints,
+                    workers=args.workers,
+                    implementations=impls,
+                    rates=_ALL_OFF | rates,
+                    progress=progress,
+                )
+    return runs, per_fault

@@ -1,0 +1,362 @@
+"""The fault-injection harness: the same seeded workload and faults against each consumer.
+
+For each consumer under test it makes fresh queues (on moto's server) and tables (on
+DynamoDB Local by default), starts worker processes (``worker.py``), produces the workload
+in two waves with a DLQ redrive between them, respawns killed workers, sweeps expired
+records as DynamoDB's TTL would, waits for the queue to drain, and checks the invariants
+(``invariants.py``) on the recorded history and the final state.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from oncecli import redrive
+from oncecli.chaos import invariants
+from oncecli.chaos.worker import WorkerSpec, run
+from oncecli.chaos.workload import HID, Workload, build
+
+IMPLEMENTATIONS = ("once", "powertools", "naive")
+#: A Lambda function timeout short enough for leases to run out within a run.
+TIMEOUT_S = 3.0
+VISIBILITY_S = 5
+MAX_RECEIVE = 5
+PAUSE_S = 6.0  # longer than once's lease (timeout + 1 s margin) and Powertools' (timeout)
+MAX_SKEW_S = 0.4
+BACKLOG = (
+    300  # messages kept in the queue while the producer feeds it  # within once's 1 s lease margin
+)
+TTL_ATTRIBUTES = {
+    "once": "expires_at",
+    "once-unfenced": "expires_at",
+    "powertools": "expiration",
+    "naive": "expires_at",
+}
+DEFAULT_RATES = {
+    "kill_after_claim": 0.004,
+    "kill_after_effect": 0.004,
+    "kill_before_finalize": 0.004,
+    "pause": 0.003,
+    "throttle": 0.03,
+    "lost_response": 0.03,
+}
+
+
+@dataclass
+class Run:
+    """One consumer's run: what was injected and what the invariants found."""
+
+    impl: str
+    deliveries: int = 0
+    executions: int = 0
+    unique_executed: int = 0
+    lost: int = 0
+    violations: dict[str, int] = field(default_factory=dict)
+    faults: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "deliveries": self.deliveries,
+            "executions": self.executions,
+            "extra_executions": self.executions - self.unique_executed,
+            "lost": self.lost,
+            "violations": self.violations,
+            "faults": self.faults,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    sqs: str
+    dynamodb: str
+
+
+def _clients(endpoints: Endpoints) -> tuple[Any, Any]:
+    return (
+        boto3.client("sqs", endpoint_url=endpoints.sqs),
+        boto3.client("dynamodb", endpoint_url=endpoints.dynamodb),
+    )
+
+
+def _make_resources(impl: str, tag: str, endpoints: Endpoints) -> tuple[str, str, dict]:
+    sqs, ddb = _clients(endpoints)
+    dlq = sqs.create_queue(QueueName=f"{tag}-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    queue = sqs.create_queue(
+        QueueName=tag,
+        Attributes={
+            "VisibilityTimeout": str(VISIBILITY_S),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE)}
+            ),
+        },
+    )["QueueUrl"]
+    tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
+    for name in tables.values():
+        ddb.create_table(
+            TableName=name,
+            BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        )
+    ddb.update_time_to_live(
+        TableName=tables["idempotency"],
+        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTES[impl]},
+    )
+    return queue, dlq, tables
+
+
+def _send(sqs: Any, queue: str, sends: list[Any]) -> None:
+    for start in range(0, len(sends), 10):
+        chunk = sends[start : start + 10]
+        sqs.send_message_batch(
+            QueueUrl=queue,
+            Entries=[
+                {
+                    "Id": str(i),
+                    "MessageBody": s.body,
+                    "MessageAttributes": {HID: {"DataType": "String", "StringValue": s.hid}},
+                }
+                for i, s in enumerate(chunk)
+            ],
+        )
+
+
+def _depth(sqs: Any, queue: str) -> int:
+    attrs = sqs.get_queue_attributes(
+        QueueUrl=queue,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return int(attrs["ApproximateNumberOfMessages"]) + int(
+        attrs["ApproximateNumberOfMessagesNotVisible"]
+    )
+
+
+def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
+    """Delete what DynamoDB's TTL would: items whose TTL attribute is in the past."""
+    now = int(time.time())
+    swept = 0
+    for page in ddb.get_paginator("scan").paginate(
+        TableName=table,
+        FilterExpression="#t < :now",
+        ExpressionAttributeNames={"#t": attribute},
+        ExpressionAttributeValues={":now": {"N": str(now)}},
+    ):
+        for item in page["Items"]:
+            ddb.delete_item(TableName=table, Key={"id": item["id"]})
+            swept += 1
+    return swept
+
+
+def _drain_dlq(sqs: Any, dlq: str) -> set[str]:
+    hids: set[str] = set()
+    while True:
+        messages = sqs.receive_message(
+            QueueUrl=dlq,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=600,
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            return hids
+        hids |= {
+            m["MessageAttributes"][HID]["StringValue"]
+            for m in messages
+            if HID in (m.get("MessageAttributes") or {})
+        }
+
+
+def _ledger(ddb: Any, table: str) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    entries: dict[str, dict[str, Any]] = {}
+    balances: dict[str, int] = {}
+    for page in ddb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        for item in page["Items"]:
+            ident = item["id"]["S"]
+            if ident.startswith("payment#"):
+                entries[ident.removeprefix("payment#")] = {
+                    "account": item["account"]["S"],
+                    "amount": int(item["amount"]["N"]),
+                }
+            else:
+                balances[ident.removeprefix("account#")] = int(item["balance"]["N"])
+    return entries, balances
+
+
+class Supervisor:
+    """Runs one consumer's workers and keeps them alive while the workload drains."""
+
+    def __init__(self, specs: list[WorkerSpec]) -> None:
+        self._specs = specs
+        self._ctx = multiprocessing.get_context("spawn")
+        self._procs: dict[str, multiprocessing.process.BaseProcess] = {}
+        self.respawns = 0
+
+    def start(self) -> None:
+        for spec in self._specs:
+            self._spawn(spec)
+
+    def _spawn(self, spec: WorkerSpec) -> None:
+        proc = self._ctx.Process(target=run, args=(spec,), daemon=True)
+        proc.start()
+        self._procs[spec.worker] = proc
+
+    def tend(self) -> None:
+        """Respawn every worker that died (its probe killed it)."""
+        for spec in self._specs:
+            if not self._procs[spec.worker].is_alive():
+                self.respawns += 1
+                self._spawn(spec)
+
+    def stop(self) -> None:
+        for proc in self._procs.values():
+            if proc.pid and proc.is_alive():
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.kill()
+            proc.join(5)
+
+
+def run_consumer(
+    impl: str,
+    work: Workload,
+    *,
+    seed: int,
+    endpoints: Endpoints,
+    workers: int,
+    rates: dict[str, float],
+    workdir: Path,
+    progress: Callable[[str, float], None],
+) -> Run:
+    """One consumer under the full workload and fault plan; returns its checked run."""
+    started = time.monotonic()
+    tag = f"chaos-{impl}-{seed}-{random.Random().randrange(10**6)}"
+    queue, dlq, tables = _make_resources(impl, tag, endpoints)
+    history_path = workdir / f"{tag}.jsonl"
+    rng = random.Random(seed)
+    specs = [
+        WorkerSpec(
+            impl=impl,
+            worker=f"w{i}",
+            seed=seed,
+            sqs_endpoint=endpoints.sqs,
+            dynamodb_endpoint=endpoints.dynamodb,
+            queue_url=queue,
+            dlq_url=dlq,
+            tables=tables,
+            history_path=str(history_path),
+            rates=rates,
+            skew_s=rng.uniform(-MAX_SKEW_S, MAX_SKEW_S) if rates.get("skew", 1) else 0.0,
+            pause_s=PAUSE_S,
+            timeout_s=TIMEOUT_S,
+            batch_size=10,
+        )
+        for i in range(workers)
+    ]
+    sqs, ddb = _clients(endpoints)
+    supervisor = Supervisor(specs)
+    supervisor.start()
+    extra = {"redriven": 0, "ttl_swept": 0, "respawns": 0}
+    try:
+        for wave in (0, 1):
+            pending = [s for s in work.sends if s.wave == wave]
+            quiet = 0
+            last_sweep = time.monotonic()
+            while pending or quiet < 3:
+                depth = _depth(sqs, queue)
+                if pending and depth < BACKLOG:
+                    # Feed the queue as it drains: moto's receive slows with a deep queue.
+                    _send(sqs, queue, pending[:100])
+                    pending = pending[100:]
+                else:
+                    time.sleep(0.5)
+                supervisor.tend()
+                if time.monotonic() - last_sweep > 2 and rates.get("ttl_sweep", 1):
+                    extra["ttl_swept"] += _ttl_sweep(
+                        ddb, tables["idempotency"], TTL_ATTRIBUTES[impl]
+                    )
+                    last_sweep = time.monotonic()
+                quiet = quiet + 1 if depth == 0 and not pending else 0
+                later = sum(1 for s in work.sends if s.wave > wave)
+                progress(impl, 1 - (depth + len(pending) + later) / len(work.sends))
+            if wave == 0 and rates.get("redrive", 1):
+                # the redriven messages drain with the second wave
+                extra["redriven"] = redrive.move(sqs, dlq, queue)
+    finally:
+        supervisor.stop()
+    extra["respawns"] = supervisor.respawns
+    history = [json.loads(line) for line in history_path.read_text().splitlines() if line]
+    final = _final_state(work, sqs, ddb, dlq, tables)
+    result = Run(impl=impl, seconds=time.monotonic() - started)
+    result.deliveries = sum(e["count"] for e in history if e["e"] == "deliver")
+    poison = {s.key for s in work.sends if s.kind == "poison"}
+    execs = [e for e in history if e["e"] == "exec" and e["key"] not in poison]
+    result.executions = len(execs)
+    result.unique_executed = len({e["key"] for e in execs})
+    result.violations = invariants.check(history, final, skew_ms=2 * MAX_SKEW_S * 1000)
+    result.lost = result.violations["lost"]
+    faults: dict[str, int] = {}
+    for e in history:
+        if e["e"] == "fault":
+            faults[e["kind"]] = faults.get(e["kind"], 0) + 1
+    result.faults = faults | extra | {f"workload_{k}": v for k, v in work.counts().items()}
+    return result
+
+
+def _final_state(
+    work: Workload, sqs: Any, ddb: Any, dlq: str, tables: dict[str, str]
+) -> invariants.FinalState:
+    entries, balances = _ledger(ddb, tables["ledger"])
+    return invariants.FinalState(
+        sent={s.hid for s in work.sends},
+        in_dlq=_drain_dlq(sqs, dlq),
+        poison={s.hid for s in work.sends if s.kind == "poison"},
+        payments=work.payments,
+        hid_keys={s.hid: s.key for s in work.sends if s.kind != "poison"},
+        ledger_entries=entries,
+        balances=balances,
+    )
+
+
+def chaos(
+    deliveries: int,
+    seed: int,
+    endpoints: Endpoints,
+    *,
+    workers: int = 4,
+    implementations: tuple[str, ...] = IMPLEMENTATIONS,
+    rates: dict[str, float] | None = None,
+    progress: Callable[[str, float], None] = lambda impl, done: None,
+) -> list[Run]:
+    """Every consumer, one after the other, under the same workload and fault plan."""
+    # Redeliveries add about a third on top of the messages sent.
+    work = build(max(20, int(deliveries / 1.3)), seed)
+    plan = DEFAULT_RATES | (rates or {})
+    with tempfile.TemporaryDirectory(prefix="once-chaos-") as tmp:
+        return [
+            run_consumer(
+                impl,
+                work,
+                seed=seed,
+                endpoints=endpoints,
+                workers=workers,
+                rates=plan,
+                workdir=Path(tmp),
+                progress=progress,
+            )
+            for impl in implementations
+        ]

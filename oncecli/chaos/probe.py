@@ -1,0 +1,172 @@
+"""The probe inside each harness worker: records the history and fires the process faults.
+
+It hooks every DynamoDB client the process will create (botocore's built-in handler list,
+so the consumers under test run unchanged) and classifies each successful write on the
+idempotency table as a claim or a finalize, for all three consumers alike:
+
+- a claim is a ``PutItem``, or an ``UpdateItem`` that adds to the fence;
+- a finalize is any other ``UpdateItem`` (complete, or fail when it writes FAILED) or a
+  ``DeleteItem`` (the naive pattern's release).
+
+At the same points it kills the process (SIGKILL) after a claim, after the business effect
+or before a finalize, or stops it (SIGSTOP) past its lease and lets a sleeper resume it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from typing import Any
+
+import botocore.handlers
+
+FAULT_KINDS = ("kill_after_claim", "kill_after_effect", "kill_before_finalize", "pause")
+
+
+class History:
+    """Appends events as JSON lines; each line is one ``write``, so a SIGKILL loses none."""
+
+    def __init__(self, path: str, worker: str) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._worker = worker
+
+    def add(self, event: str, **fields: Any) -> None:
+        line = (
+            json.dumps({"e": event, "worker": self._worker, "t": time.monotonic_ns(), **fields})
+            + "\n"
+        )
+        os.write(self._fd, line.encode())
+
+
+def _text(value: dict[str, str] | None) -> str | None:
+    return None if value is None else value.get("S") or value.get("N")
+
+
+class Probe:
+    """Hooks the process's DynamoDB calls; one per worker process."""
+
+    def __init__(
+        self,
+        history: History,
+        table: str,
+        rates: dict[str, float],
+        pause_s: float,
+        rng: random.Random,
+    ) -> None:
+        self._history = history
+        self._table = table
+        self._rates = rates
+        self._pause_s = pause_s
+        self._rng = rng
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def install(self) -> None:
+        botocore.handlers.BUILTIN_HANDLERS.extend(
+            [
+                ("before-parameter-build.dynamodb", self._before),
+                ("after-call.dynamodb", self._after),
+            ]
+        )
+
+    def _roll(self, kind: str) -> bool:
+        with self._lock:
+            return self._rng.random() < self._rates.get(kind, 0.0)
+
+    def _fault(self, kind: str) -> None:
+        """Record the fault first (the process may not get another chance), then fire it."""
+        self._history.add("fault", kind=kind)
+        if kind == "pause":
+            subprocess.Popen(
+                ["sh", "-c", f"sleep {self._pause_s}; kill -CONT {os.getpid()}"],
+                start_new_session=True,
+            )
+            os.kill(os.getpid(), signal.SIGSTOP)
+        else:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def _classify(self, operation: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        if operation == "TransactWriteItems":
+            return {"kind": "effect"}
+        if params.get("TableName") != self._table:
+            return None
+        key = (params.get("Key") or params.get("Item") or {}).get("id")
+        item = _text(key)
+        values = params.get("ExpressionAttributeValues") or {}
+        if operation == "PutItem":
+            expiry = _text(params["Item"].get("in_progress_expiration"))
+            lease = int(expiry) - int(time.time() * 1000) if expiry else None
+            return {"kind": "claim", "item": item, "lease_ms": lease, "claim": uuid.uuid4().hex}
+        if operation == "UpdateItem" and "ADD" in params.get("UpdateExpression", ""):
+            # The lease left as this request leaves, on the claimer's own (skewed) clock.
+            lease = int(_text(values[":lease"]) or 0) - int(time.time() * 1000)
+            return {
+                "kind": "claim",
+                "item": item,
+                "lease_ms": lease,
+                "claim": _text(values.get(":me")),
+            }
+        if operation in ("UpdateItem", "DeleteItem"):
+            failed = any(_text(v) == "FAILED" for v in values.values())
+            op = "delete" if operation == "DeleteItem" else "fail" if failed else "complete"
+            result = _text(values.get(":result") or values.get(":response_data"))
+            return {
+                "kind": "finalize",
+                "item": item,
+                "op": op,
+                "result": result,
+                "claim": _text(values.get(":me")),
+                "fence": _text(values.get(":fence")),
+            }
+        return None
+
+    def _before(
+        self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
+    ) -> None:
+        call = self._classify(model.name, params)
+        if call is None:
+            return
+        call["sent"] = time.monotonic_ns()
+        context["chaos"] = call
+        if call["kind"] == "finalize" and self._roll("kill_before_finalize"):
+            self._fault("kill_before_finalize")
+
+    def _after(
+        self, http_response: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any
+    ) -> None:
+        call = context.get("chaos")
+        if call is None:
+            return
+        if http_response.status_code >= 300 and not _own_retry(call, parsed):
+            return
+        kind = call.pop("kind")
+        landed = time.monotonic_ns()
+        if kind == "effect":
+            if self._roll("kill_after_effect"):
+                self._fault("kill_after_effect")
+            return
+        if kind == "claim":
+            self._local.claim = call["claim"]
+            self._history.add("claim", landed=landed, **call)
+            if self._roll("kill_after_claim"):
+                self._fault("kill_after_claim")
+            elif self._roll("pause"):
+                self._fault("pause")
+            return
+        call["claim"] = call["claim"] or getattr(self._local, "claim", None)
+        self._history.add("finalize", landed=landed, **call)
+
+
+def _own_retry(call: dict[str, Any], parsed: dict[str, Any]) -> bool:
+    """once's write whose first answer was lost: the SDK's retry is refused, and the item
+    it returns carries our own owner (and, for a finalize, our fence)."""
+    old = parsed.get("Item") or {}
+    if call.get("claim") is None or _text(old.get("owner")) != call["claim"]:
+        return False
+    return call["kind"] == "claim" or _text(old.get("fence")) == call.get("fence")

@@ -1,0 +1,95 @@
+"""The harness's report: a table per consumer, the JSON document, and the PNG plot.
+
+The JSON is ``{"implementations": {"once": {...}, "powertools": {...}, "naive": {...}}}``,
+each with ``deliveries``, ``executions``, ``lost`` and ``violations``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from oncecli.chaos.harness import Run
+from oncecli.chaos.invariants import INVARIANTS
+
+#: Faults after which business code may legitimately run again (the effect happened, the
+#: record did not learn it): the price the ledger's own fence absorbs.
+CRASH_AFTER_EFFECT = ("kill_after_effect", "kill_before_finalize", "pause")
+
+
+def document(runs: list[Run], **meta: Any) -> dict[str, Any]:
+    return {"implementations": {r.impl: r.as_json() for r in runs}, **meta}
+
+
+def table(runs: list[Run]) -> Table:
+    out = Table(title="Invariant violations per consumer (same workload, same faults)")
+    out.add_column("")
+    for run in runs:
+        out.add_column(run.impl, justify="right")
+    rows: list[tuple[str, list[Any]]] = [
+        ("deliveries", [r.deliveries for r in runs]),
+        ("business executions (valid payments)", [r.executions for r in runs]),
+        ("  beyond one per key", [r.executions - r.unique_executed for r in runs]),
+        (
+            "  crash-after-effect faults",
+            [sum(r.faults.get(k, 0) for k in CRASH_AFTER_EFFECT) for r in runs],
+        ),
+    ]
+    rows += [(name, [r.violations.get(name, 0) for r in runs]) for name in INVARIANTS]
+    rows.append(("total violations", [sum(r.violations.values()) for r in runs]))
+    rows.append(("run time (s)", [f"{r.seconds:.0f}" for r in runs]))
+    for label, values in rows:
+        style = "bold" if label == "total violations" else None
+        out.add_row(label, *[_cell(v, label) for v in values], style=style)
+    return out
+
+
+def faults_table(runs: list[Run]) -> Table:
+    out = Table(title="Faults injected")
+    out.add_column("fault")
+    for run in runs:
+        out.add_column(run.impl, justify="right")
+    kinds = sorted({k for r in runs for k in r.faults})
+    for kind in kinds:
+        out.add_row(kind, *[str(r.faults.get(kind, 0)) for r in runs])
+    return out
+
+
+def _cell(value: Any, label: str) -> str:
+    if label in INVARIANTS or label == "total violations":
+        return f"[red]{value}[/red]" if value else "[green]0[/green]"
+    return str(value)
+
+
+def plot(per_fault: dict[str, list[Run]], path: Path) -> None:
+    """Grouped bars: total violations per fault kind (run alone), one bar per consumer."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = list(per_fault)
+    impls = [r.impl for r in next(iter(per_fault.values()))]
+    width = 0.8 / len(impls)
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    for i, impl in enumerate(impls):
+        values = [
+            sum(next(r for r in per_fault[k] if r.impl == impl).violations.values()) for k in kinds
+        ]
+        ax.bar([x + i * width for x in range(len(kinds))], values, width, label=impl)
+    ax.set_xticks([x + width * (len(impls) - 1) / 2 for x in range(len(kinds))])
+    ax.set_xticklabels(kinds, rotation=25, ha="right")
+    ax.set_ylabel("invariant violations")
+    ax.set_title("Violations per fault kind (each fault alone, same workload)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def show(runs: list[Run], console: Console) -> None:
+    console.print(table(runs))
+    console.print(faults_table(runs))

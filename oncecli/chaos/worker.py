@@ -1,0 +1,196 @@
+"""One harness worker: a real process that polls the queue like the event source mapping,
+runs one consumer under test with the probe and the client faults installed, and applies
+AWS's partial batch response rules (``oncecli.batchrules``).
+
+A worker may be killed (SIGKILL) or stopped (SIGSTOP) by its own probe at any moment; its
+in-flight messages then come back after the visibility timeout, as in Lambda.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from oncecli.batchrules import decide
+from oncecli.chaos.probe import History, Probe
+from oncecli.chaos.workload import HID
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker process needs; plain data, so it crosses a spawn."""
+
+    impl: str  # once, once-unfenced, powertools, naive
+    worker: str
+    seed: int
+    sqs_endpoint: str
+    dynamodb_endpoint: str
+    queue_url: str
+    dlq_url: str
+    tables: dict[str, str]  # idempotency, ledger
+    history_path: str
+    rates: dict[str, float]
+    skew_s: float
+    pause_s: float
+    timeout_s: float
+    batch_size: int
+
+
+class _Context:
+    """A Lambda context whose clock runs out at the function timeout."""
+
+    def __init__(self, timeout_s: float, name: str) -> None:
+        self._deadline = time.monotonic() + timeout_s
+        self.aws_request_id = uuid.uuid4().hex
+        self.function_name = name
+        self.function_version = "$LATEST"
+        self.memory_limit_in_mb = 256
+        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:000000000000:function:{name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def _skew_clock(skew_s: float) -> None:
+    """Shift this process's wall clock (``time.time``) by ``skew_s`` seconds."""
+    real = time.time
+    time.time = lambda: real() + skew_s  # type: ignore[assignment]
+
+
+def _business(history: History) -> Any:
+    """The payments example's ``credit``, observed: every run and every ledger answer."""
+    from payments.handler import credit
+
+    def process(body: dict[str, Any], attempt: Any) -> Any:
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        history.add("exec", key=str(body.get("paymentId")), hash=digest, message=attempt.message_id)
+        if body.get("poison"):
+            raise RuntimeError("poison payment: this account cannot be credited")
+        result = credit(body, attempt)
+        history.add("credit", key=body["paymentId"], applied=result["applied"])
+        return result
+
+    return process
+
+
+def _handler(spec: WorkerSpec, process: Any) -> Any:
+    table = spec.tables["idempotency"]
+    if spec.impl.startswith("once"):
+        from once.handler import make_handler
+
+        handler = make_handler(
+            process,
+            key="paymentId",
+            table_name=table,
+            dlq_url=spec.dlq_url,
+            key_prefix="payments",
+            lease_margin_s=1,
+        )
+        handler.processor.store.fenced = spec.impl != "once-unfenced"
+        return handler
+    if spec.impl == "powertools":
+        from oncecli.peers.powertools import make_handler as powertools_handler
+
+        return powertools_handler(process, table_name=table)
+    from oncecli.peers.naive import make_handler as naive_handler
+
+    return naive_handler(process, table_name=table)
+
+
+def run(spec: WorkerSpec) -> None:
+    """The worker's main loop; returns only when the harness kills it."""
+    os.environ.update(
+        {
+            "AWS_ENDPOINT_URL_DYNAMODB": spec.dynamodb_endpoint,
+            "AWS_ENDPOINT_URL_SQS": spec.sqs_endpoint,
+            "LEDGER_TABLE_NAME": spec.tables["ledger"],
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_DISABLED": "true",
+            "POWERTOOLS_LOG_LEVEL": "ERROR",
+            "POWERTOOLS_IDEMPOTENCY_DISABLED": "false",
+        }
+    )
+    # The consumers' logs and metrics are not the report: keep the terminal for the harness.
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    _skew_clock(spec.skew_s)
+    rng = random.Random(f"{spec.seed}-{spec.worker}")
+    history = History(spec.history_path, spec.worker)
+    from oncecli.faults import Injector
+
+    faults = Injector(None, rng, on_fault=lambda kind: history.add("fault", kind=kind))
+    faults.throttle(spec.rates.get("throttle", 0.0), ("UpdateItem", "PutItem", "DeleteItem"))
+    faults.lose_responses(spec.rates.get("lost_response", 0.0), ("UpdateItem", "PutItem"))
+    Probe(history, spec.tables["idempotency"], spec.rates, spec.pause_s, rng).install()
+    import boto3
+
+    sqs = boto3.client("sqs")
+    handler = _handler(spec, _business(history))
+    while True:
+        messages = sqs.receive_message(
+            QueueUrl=spec.queue_url,
+            MaxNumberOfMessages=spec.batch_size,
+            WaitTimeSeconds=1,
+            MessageAttributeNames=["All"],
+            AttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            continue
+        history.add("deliver", count=len(messages))
+        _invoke(spec, sqs, handler, messages, history)
+
+
+def _invoke(
+    spec: WorkerSpec, sqs: Any, handler: Any, messages: list[dict[str, Any]], history: History
+) -> None:
+    event = {"Records": [_record(m, spec.queue_url) for m in messages]}
+    try:
+        response, error = handler(event, _Context(spec.timeout_s, spec.impl)), None
+        response = json.loads(json.dumps(response))
+    except Exception as raised:
+        response, error = None, type(raised).__name__
+    decision = decide([m["MessageId"] for m in messages], response, error=error)
+    by_id = {m["MessageId"]: m for m in messages}
+    for message_id in decision.delete:
+        message = by_id[message_id]
+        try:
+            sqs.delete_message(QueueUrl=spec.queue_url, ReceiptHandle=message["ReceiptHandle"])
+        except ClientError as error:
+            # The receipt is stale: the message was received again meanwhile.
+            history.add("stale_receipt", code=error.response["Error"]["Code"])
+            continue
+        hid = (message.get("MessageAttributes") or {}).get(HID, {}).get("StringValue")
+        history.add("ack", hid=hid)
+
+
+def _record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:
+    """An SQS message as the event source mapping hands it to Lambda."""
+    attributes = {
+        name: {
+            "stringValue": value.get("StringValue"),
+            "binaryValue": value.get("BinaryValue"),
+            "dataType": value["DataType"],
+            "stringListValues": [],
+            "binaryListValues": [],
+        }
+        for name, value in (message.get("MessageAttributes") or {}).items()
+    }
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes") or {},
+        "messageAttributes": attributes,
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:" + queue_url.rsplit("/", 1)[-1],
+        "awsRegion": "us-east-1",
+    }

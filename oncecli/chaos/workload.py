@@ -1,0 +1,76 @@
+"""The harness's seeded workload: payments and the duplicate, mismatched and poison messages
+around them, each send tagged with a harness id so its fate can be traced to the end.
+
+The same seed gives the same sends in the same order for every consumer under test.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Message attribute that carries the harness id; quarantine and redrive keep it.
+HID = "harness_id"
+
+
+@dataclass(frozen=True)
+class Send:
+    """One SendMessage: its harness id, body, kind, and the wave it goes out in."""
+
+    hid: str
+    body: str
+    kind: str  # payment, retry, concurrent, in_batch, sequential, mismatch, poison
+    key: str
+    wave: int  # 0: the first half, 1: after the mid-run redrive
+
+
+@dataclass
+class Workload:
+    sends: list[Send] = field(default_factory=list)
+    payments: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for send in self.sends:
+            out[send.kind] = out.get(send.kind, 0) + 1
+        return out
+
+
+def build(messages: int, seed: int) -> Workload:
+    """About ``messages`` sends: payments, then duplicates of every kind around them."""
+    rng = random.Random(seed)
+    work = Workload()
+    accounts = [f"acct-{i:02d}" for i in range(12)]
+    counter = iter(range(10**9))
+
+    def add(body: dict[str, Any], kind: str, key: str, wave: int) -> None:
+        work.sends.append(Send(f"h{next(counter):06d}", json.dumps(body), kind, key, wave))
+
+    payment_no = 0
+    while len(work.sends) < messages:
+        payment_no += 1
+        key = f"pay-{seed}-{payment_no:05d}"
+        wave = 0 if len(work.sends) < messages // 2 else 1
+        poison = rng.random() < 0.02
+        body = {"paymentId": key, "account": rng.choice(accounts), "amount": rng.randint(1, 50_000)}
+        if poison:
+            body["poison"] = True
+            add(body, "poison", key, wave)
+            continue
+        work.payments[key] = body
+        add(body, "payment", key, wave)
+        roll = rng.random()
+        if roll < 0.10:
+            add(body, "retry", key, wave)
+        elif roll < 0.18:
+            for _ in range(rng.randint(2, 3)):
+                add(body, "concurrent", key, wave)
+        elif roll < 0.26:
+            add(body, "in_batch", key, wave)
+        elif roll < 0.34:
+            add(body, "sequential", key, 1)
+        if rng.random() < 0.04:
+            add({**body, "amount": body["amount"] + 1}, "mismatch", key, wave)
+    return work
