@@ -1,0 +1,185 @@
+"""Cold start: what importing the handler module costs, and how big the Lambda asset is.
+
+Import time is measured in fresh interpreters (the median of several), for
+``payments.handler`` beside a minimal Powertools consumer module written the documented
+way (``lambdas/powertools_handler.py``). One extra ``-X importtime`` run says which packages
+the time goes to. The asset is ``functions/`` plus what ``requirements-lambda.txt`` installs
+(``pip install --target``, cached), or the bundle CDK already built if there is one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FUNCTIONS = ROOT / "functions"
+LAMBDAS = Path(__file__).resolve().parent / "lambdas"
+MODULES = {
+    "once (payments.handler)": "payments.handler",
+    "Powertools (documented minimal)": "powertools_handler",
+}
+#: Packages the Lambda Python runtime already provides: bundling them again costs size.
+RUNTIME_PROVIDED = (
+    "boto3",
+    "botocore",
+    "s3transfer",
+    "jmespath",
+    "urllib3",
+    "dateutil",
+    "python_dateutil",
+    "six",
+)
+_PROBE = (
+    "import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
+)
+
+
+def _env(functions: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+    env.update(
+        {
+            "PYTHONPATH": f"{functions}{os.pathsep}{LAMBDAS}",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "POWERTOOLS_SERVICE_NAME": "payments",
+            "IDEMPOTENCY_TABLE_NAME": "idem",
+            "LEDGER_TABLE_NAME": "ledger",
+        }
+    )
+    return env
+
+
+def import_ms(module: str, runs: int, functions: Path = FUNCTIONS) -> list[float]:
+    """Import time of ``module`` in ``runs`` fresh interpreters, in ms."""
+    out = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE.format(module=module)],
+            env=_env(functions),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out.append(float(done.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def import_breakdown(module: str, functions: Path = FUNCTIONS, top: int = 8) -> dict[str, float]:
+    """Self time (ms) per top-level package from ``python -X importtime``."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        env=_env(functions),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    per_package: dict[str, float] = defaultdict(float)
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, _, name = (part.strip() for part in line.split(":", 1)[1].split("|"))
+        per_package[name.split(".")[0]] += int(self_us) / 1000
+    ranked = sorted(per_package.items(), key=lambda kv: -kv[1])
+    return dict(ranked[:top])
+
+
+def _tree_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _bundle_dir() -> Path | None:
+    """A bundle CDK or ``build/`` already holds: the directory holding ``payments/``."""
+    for base in (ROOT / "cdk.out", ROOT / "build"):
+        if base.is_dir():
+            for found in base.glob("**/payments/handler.py"):
+                return found.parent.parent
+    return None
+
+
+def _installed(cache: Path) -> Path | None:
+    """``requirements-lambda.txt`` installed with ``pip --target``, cached by its hash."""
+    reqs = ROOT / "requirements-lambda.txt"
+    target = cache / ("asset-" + hashlib.sha256(reqs.read_bytes()).hexdigest()[:12])
+    if not (target / ".complete").exists():
+        shutil.rmtree(target, ignore_errors=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--target",
+                str(target),
+                "-r",
+                str(reqs),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            return None
+        (target / ".complete").touch()
+    return target
+
+
+def asset_size(cache: Path, install: bool = True) -> dict[str, Any]:
+    """Bytes of the asset: our code, its dependencies, and the share the runtime has."""
+    bundle = _bundle_dir()
+    source = "cdk bundle " + str(bundle.relative_to(ROOT)) if bundle else None
+    deps = bundle or (_installed(cache) if install else None)
+    if deps is None:
+        return {
+            "source": "not measured (no CDK bundle, and pip install --target "
+            + ("failed)" if install else "not run)")
+        }
+    ours = sum(_tree_bytes(FUNCTIONS / pkg) for pkg in ("once", "payments"))
+    packages: dict[str, int] = defaultdict(int)
+    for child in deps.iterdir():
+        if child.name in ("once", "payments") or child.name.startswith("."):
+            continue
+        name = child.name.split("-")[0].split(".")[0].lower()
+        packages[name] += _tree_bytes(child) if child.is_dir() else child.stat().st_size
+    total = ours + sum(packages.values())
+    provided = sum(n for name, n in packages.items() if name in RUNTIME_PROVIDED)
+    return {
+        "source": source or "functions/ + pip install --target -r requirements-lambda.txt",
+        "ours_bytes": ours,
+        "total_bytes": total,
+        "runtime_provided_bytes": provided,
+        "packages": dict(sorted(packages.items(), key=lambda kv: -kv[1])[:8]),
+    }
+
+
+def run(
+    runs: int,
+    cache: Path,
+    tick: Callable[[str], None],
+    functions: Path = FUNCTIONS,
+    install: bool = True,
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"runs": runs, "imports": {}}
+    for label, module in MODULES.items():
+        tick(f"cold start: {module}")
+        samples = import_ms(module, runs, functions)
+        result["imports"][label] = {
+            "module": module,
+            "median_ms": statistics.median(samples),
+            "min_ms": min(samples),
+            "max_ms": max(samples),
+            "breakdown_ms": import_breakdown(module, functions),
+        }
+    tick("asset size")
+    result["asset"] = asset_size(cache, install)
+    return result

@@ -1,0 +1,33 @@
+"""Where ``once`` spends its own time: pyinstrument over many one-record batches.
+
+pyinstrument samples the thread that started it. A batch of one record runs in the calling
+thread (``once`` only uses its pool for two keys or more), so one-record batches with no
+injected latency and no business time show the client-side cost per record: parsing,
+hashing, request building, botocore, logging, metrics. In a batch of 10 that cost is paid
+10 times under one GIL, which is what separates ``once`` from its floor of 2 RTT + business.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oncecli.bench.subjects import Subjects, body, business, invoke, new_keys
+
+MAX_LINES = 60
+
+
+def run(subjects: Subjects, batches: int) -> dict[str, Any]:
+    from pyinstrument import Profiler
+
+    subjects.wire.latency_ms = 0.0
+    handler = subjects.build("once", business(0))
+    for key in new_keys(5):
+        invoke(handler, [body(key)])
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    for key in new_keys(batches):
+        invoke(handler, [body(key)])
+    profiler.stop()
+    text = profiler.output_text(unicode=False, color=False, show_all=False)
+    lines = [line for line in text.splitlines() if line.strip()]
+    return {"batches": batches, "text": "\n".join(lines[:MAX_LINES])}

@@ -1,0 +1,63 @@
+"""`make bench` in miniature: every benchmark driver runs end to end on both engines, the
+page and its plots are written, and the protocol's call counts hold (2 per new key, 1 per
+duplicate, 0 for a duplicate inside the batch).
+
+The local-cloud throughput driver is left out: starting the local cloud alone takes longer
+than this whole test may.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_smoke(tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "oncecli.bench",
+            "--scale",
+            "smoke",
+            "--sections",
+            "work,latency,profile,coldstart",
+            "--docs",
+            str(tmp_path),
+            "--json",
+            str(results),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    page = (tmp_path / "performance.md").read_text()
+    for heading in (
+        "## Tuning goal",
+        "## Batch latency: moto server",
+        "## Batch latency: DynamoDB Local",
+        "## DynamoDB work per record",
+        "## Cold start",
+        "## What bounds each figure",
+    ):
+        assert heading in page
+    for plot in ("perf_latency.png", "perf_work.png", "perf_coldstart.png"):
+        assert (tmp_path / plot).stat().st_size > 1000
+    data = json.loads(results.read_text())
+    paths = data["engines"]["dynamodb-local"]["paths"]
+    assert paths["once"]["new"]["calls"] == 2
+    assert paths["once"]["duplicate"]["calls"] == 1
+    assert paths["once"]["in-batch duplicate"]["calls"] == 0
+    assert paths["powertools"]["new"]["calls"] == 2
+    assert paths["once"]["new"]["wru_reported"] == 2
+    for engine in ("moto", "dynamodb-local"):
+        for row in data["engines"][engine]["latency"]:
+            assert row["once"]["median_ms"] > 0 and row["powertools"]["median_ms"] > 0
