@@ -16,10 +16,15 @@ node_modules/.installed: package.json
 	npm install --no-audit --no-fund --silent
 	@touch $@
 
+# The Lambda's dependencies, for its platform, cached before anything runs offline.
+build/.lambda-deps: requirements-lambda.txt infra/bundling.py .venv/.installed
+	$(PY) -c "from infra.bundling import cached_dependencies; cached_dependencies()"
+	@touch $@
+
 java:
 	@command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
 
-setup: .venv/.installed node_modules/.installed java
+setup: .venv/.installed node_modules/.installed build/.lambda-deps java
 
 demo: setup
 	.venv/bin/once demo
