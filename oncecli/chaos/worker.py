@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from oncecli.batchrules import decide
 from oncecli.chaos.probe import History, Probe
@@ -135,13 +135,18 @@ def run(spec: WorkerSpec) -> None:
     sqs = boto3.client("sqs")
     handler = _handler(spec, _business(history))
     while True:
-        messages = sqs.receive_message(
-            QueueUrl=spec.queue_url,
-            MaxNumberOfMessages=spec.batch_size,
-            WaitTimeSeconds=1,
-            MessageAttributeNames=["All"],
-            AttributeNames=["All"],
-        ).get("Messages", [])
+        try:
+            messages = sqs.receive_message(
+                QueueUrl=spec.queue_url,
+                MaxNumberOfMessages=spec.batch_size,
+                WaitTimeSeconds=1,
+                MessageAttributeNames=["All"],
+                AttributeNames=["All"],
+            ).get("Messages", [])
+        except (BotoCoreError, ClientError):
+            # moto's server answers 500 now and then under load: poll again, as Lambda does.
+            time.sleep(0.2)
+            continue
         if not messages:
             continue
         history.add("deliver", count=len(messages))
