@@ -16,7 +16,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from once import constants as c
 from oncecli import localcloud, report, workload
-from oncecli.mapping import Mapping
 
 
 @dataclass
@@ -53,14 +52,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
         setup_s = time.monotonic() - started
         config, function = cloud.mapping_config(), cloud.function_config()
         workers = options.workers or config.max_concurrency or 2
-        mapping = Mapping(
-            config,
-            function,
-            sqs_factory=lambda: cloud.client("sqs"),
-            workers=workers,
-            env=cloud.worker_env(),
-            log_path=str(localcloud.BUILD_DIR / "workers.log"),
-        )
+        mapping = cloud.mapping(workers, "workers.log")
         console.print(
             f"[bold]local cloud[/] {localcloud.STACK_NAME} on {options.engine} "
             f"(sqs {cloud.endpoints['sqs']}, dynamodb {cloud.endpoints['dynamodb']}) "

@@ -38,7 +38,7 @@ from botocore.config import Config
 
 from oncecli.engines import ROOT, DynamoDBLocal, Engine, MotoServer, enter_private_netns
 from oncecli.errors import EngineFailed, SynthFailed
-from oncecli.mapping import FunctionConfig, MappingConfig
+from oncecli.mapping import FunctionConfig, Mapping, MappingConfig
 
 STACK_NAME = "Once-local"
 REGION = "us-east-1"
@@ -439,6 +439,17 @@ class LocalCloud:
             in props.get("FunctionResponseTypes", []),
             visibility_timeout_s=int(attributes["VisibilityTimeout"]),
             max_receive_count=int(redrive["maxReceiveCount"]) if redrive else None,
+        )
+
+    def mapping(self, workers: int, log_name: str) -> Mapping:
+        """The event source mapping emulator for this cloud's queue and function."""
+        return Mapping(
+            self.mapping_config(),
+            self.function_config(),
+            sqs_factory=lambda: self.client("sqs"),
+            workers=workers,
+            env=self.worker_env(),
+            log_path=str(BUILD_DIR / log_name),
         )
 
     def worker_env(self) -> dict[str, str]:

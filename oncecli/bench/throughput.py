@@ -35,10 +35,7 @@ def tick(step: str) -> None:
 
 
 def _drain(cloud: Any, workers: int, messages: int, timeout_s: float) -> dict[str, Any]:
-    from oncecli import localcloud
-    from oncecli.mapping import Mapping
-
-    config, function = cloud.mapping_config(), cloud.function_config()
+    config = cloud.mapping_config()
     sqs = cloud.client("sqs")
     for start in range(0, messages, 10):
         sqs.send_message_batch(
@@ -53,14 +50,7 @@ def _drain(cloud: Any, workers: int, messages: int, timeout_s: float) -> dict[st
                 for i in range(start, min(messages, start + 10))
             ],
         )
-    mapping = Mapping(
-        config,
-        function,
-        sqs_factory=lambda: cloud.client("sqs"),
-        workers=workers,
-        env=cloud.worker_env(),
-        log_path=str(localcloud.BUILD_DIR / "bench-workers.log"),
-    )
+    mapping = cloud.mapping(workers, "bench-workers.log")
     with mapping:
         started = time.monotonic()
         while time.monotonic() - started < timeout_s:
