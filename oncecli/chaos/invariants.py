@@ -18,7 +18,6 @@ History events (dicts, one JSON line each):
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -83,11 +82,13 @@ def stale_write_landed(history: list[Event]) -> int:
 
 
 def two_live_owners(history: list[Event], skew_ms: float) -> int:
-    """A claim landed while the previous claim on its item still held a live lease.
+    """A claim was applied while an earlier claim on its item still held a live lease.
 
-    The previous lease counts as live from its claim's send time for ``lease_ms`` less the
-    largest clock skew, and until its finalize was sent (not landed), so that neither clock
-    skew nor a write in flight is ever counted against a consumer.
+    Only certain cases count. The later claim must have been sent after the earlier one
+    landed (so it was surely applied after it) and must have landed while the earlier
+    lease was live: from the earlier claim's send time for ``lease_ms`` less the largest
+    clock skew, and until the earlier claim sent its finalize. A process stopped between
+    a write and its answer therefore never counts against a consumer.
     """
     released: dict[tuple[str, str], int] = {}
     for f in _by(history, "finalize"):
@@ -98,14 +99,22 @@ def two_live_owners(history: list[Event], skew_ms: float) -> int:
         claims[e["item"]].append(e)
     count = 0
     for item_claims in claims.values():
-        item_claims.sort(key=lambda e: e["landed"])
-        for earlier, later in itertools.pairwise(item_claims):
-            lease = earlier["lease_ms"]
-            live_until = (
-                float("inf") if lease is None else earlier["sent"] + (lease - skew_ms) * 1_000_000
-            )
-            until = min(live_until, released.get((earlier["item"], earlier["claim"]), float("inf")))
-            count += later["landed"] < until
+        for later in item_claims:
+            for earlier in item_claims:
+                if later["sent"] <= earlier["landed"]:
+                    continue
+                lease = earlier["lease_ms"]
+                live_until = (
+                    float("inf")
+                    if lease is None
+                    else earlier["sent"] + (lease - skew_ms) * 1_000_000
+                )
+                until = min(
+                    live_until, released.get((earlier["item"], earlier["claim"]), float("inf"))
+                )
+                if later["landed"] < until:
+                    count += 1
+                    break
     return count
 
 
