@@ -27,6 +27,7 @@ from oncecli import redrive
 from oncecli.chaos import invariants
 from oncecli.chaos.worker import WorkerSpec, run
 from oncecli.chaos.workload import HID, Workload, build
+from oncecli.localcloud import LOCAL_CREDENTIALS, REGION
 
 IMPLEMENTATIONS = ("once", "powertools", "naive")
 #: A Lambda function timeout short enough for leases to run out within a run.
@@ -51,6 +52,12 @@ DEFAULT_RATES = {
     "pause": 0.003,
     "throttle": 0.03,
     "lost_response": 0.03,
+}
+
+
+LOCAL_KEYS = {
+    "aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+    "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
 }
 
 
@@ -86,9 +93,11 @@ class Endpoints:
 
 
 def _clients(endpoints: Endpoints) -> tuple[Any, Any]:
+    """Clients of the local engines, which take any credentials in any region."""
+    local = {"region_name": REGION, **LOCAL_KEYS}
     return (
-        boto3.client("sqs", endpoint_url=endpoints.sqs),
-        boto3.client("dynamodb", endpoint_url=endpoints.dynamodb),
+        boto3.client("sqs", endpoint_url=endpoints.sqs, **local),
+        boto3.client("dynamodb", endpoint_url=endpoints.dynamodb, **local),
     )
 
 

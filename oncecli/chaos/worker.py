@@ -23,6 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from oncecli.batchrules import decide
 from oncecli.chaos.probe import History, Probe
 from oncecli.chaos.workload import HID
+from oncecli.localcloud import LOCAL_CREDENTIALS, REGION
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,8 @@ def run(spec: WorkerSpec) -> None:
     """The worker's main loop; returns only when the harness kills it."""
     os.environ.update(
         {
+            **LOCAL_CREDENTIALS,
+            "AWS_DEFAULT_REGION": REGION,
             "AWS_ENDPOINT_URL_DYNAMODB": spec.dynamodb_endpoint,
             "AWS_ENDPOINT_URL_SQS": spec.sqs_endpoint,
             "LEDGER_TABLE_NAME": spec.tables["ledger"],
