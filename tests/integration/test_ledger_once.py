@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -27,10 +28,16 @@ def payment(payment_id: str = "p-1", account: str = ACCOUNT, amount: Any = AMOUN
 
 @pytest.fixture
 def service(aws, monkeypatch, clock) -> Iterator[Any]:
-    """The module-level handler, its ledger client reset, its store on the test's clock."""
+    """The module-level handler, its ledger client reset, its store on the test's clock.
+
+    Records run one at a time: in-process moto is not thread-safe (a transaction copies the
+    table while other threads write it), and races are the DynamoDB Local suites' job."""
     monkeypatch.setattr(payments.handler, "_ledger", None)
     handler = payments.handler.lambda_handler
-    monkeypatch.setattr(handler.processor._store, "_clock", clock)
+    processor = handler.processor
+    monkeypatch.setattr(processor._store, "_clock", clock)
+    monkeypatch.setattr(processor, "_settings", replace(processor._settings, max_workers=1))
+    monkeypatch.setattr(processor, "_pool", None)
     yield handler
 
 
