@@ -23,7 +23,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from oncecli.batchrules import decide
 from oncecli.chaos.probe import History, Probe
 from oncecli.chaos.workload import HID
-from oncecli.localcloud import LOCAL_CREDENTIALS, REGION
+from oncecli.localcloud import ACCOUNT, LOCAL_CREDENTIALS, REGION
+from oncecli.mapping import event_record
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class _Context:
         self.function_name = name
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = 256
-        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:000000000000:function:{name}"
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
@@ -159,7 +160,8 @@ def run(spec: WorkerSpec) -> None:
 def _invoke(
     spec: WorkerSpec, sqs: Any, handler: Any, messages: list[dict[str, Any]], history: History
 ) -> None:
-    event = {"Records": [_record(m, spec.queue_url) for m in messages]}
+    queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
+    event = {"Records": [event_record(m, queue_arn, REGION) for m in messages]}
     try:
         response, error = handler(event, _Context(spec.timeout_s, spec.impl)), None
         response = json.loads(json.dumps(response))
@@ -177,28 +179,3 @@ def _invoke(
             continue
         hid = (message.get("MessageAttributes") or {}).get(HID, {}).get("StringValue")
         history.add("ack", hid=hid)
-
-
-def _record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:
-    """An SQS message as the event source mapping hands it to Lambda."""
-    attributes = {
-        name: {
-            "stringValue": value.get("StringValue"),
-            "binaryValue": value.get("BinaryValue"),
-            "dataType": value["DataType"],
-            "stringListValues": [],
-            "binaryListValues": [],
-        }
-        for name, value in (message.get("MessageAttributes") or {}).items()
-    }
-    return {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": message.get("Attributes") or {},
-        "messageAttributes": attributes,
-        "md5OfBody": message.get("MD5OfBody", ""),
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:" + queue_url.rsplit("/", 1)[-1],
-        "awsRegion": "us-east-1",
-    }
