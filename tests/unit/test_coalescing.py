@@ -47,7 +47,7 @@ def test_followers_of_a_failed_leader_are_all_reported_failed(aws, once_handler,
 
     ids = message_ids(event)
     assert sorted(failed_ids(response)) == sorted(ids)
-    assert business.keys == ["o-1", "o-2"]
+    assert sorted(business.keys) == ["o-1", "o-2"]  # one call per key; they run concurrently
 
 
 def test_followers_of_a_busy_leader_are_busy_too(aws, once_handler, spy, sqs_event, clock) -> None:
