@@ -46,6 +46,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--json", type=Path, help="write the report as JSON here")
     parser.add_argument(
+        "--keep-history",
+        type=Path,
+        metavar="DIR",
+        help="keep each consumer's event history (JSON lines) in DIR, to study a violation",
+    )
+    parser.add_argument(
         "--per-fault",
         type=Path,
         metavar="PNG",
@@ -111,6 +117,7 @@ def _run_all(
             workers=args.workers,
             implementations=impls,
             progress=progress,
+            history_dir=args.keep_history,
         )
         per_fault: dict[str, list[Run]] = {}
         if args.per_fault:

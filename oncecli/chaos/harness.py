@@ -350,12 +350,19 @@ def chaos(
     implementations: tuple[str, ...] = IMPLEMENTATIONS,
     rates: dict[str, float] | None = None,
     progress: Callable[[str, float], None] = lambda impl, done: None,
+    history_dir: Path | None = None,
 ) -> list[Run]:
-    """Every consumer, one after the other, under the same workload and fault plan."""
+    """Every consumer, one after the other, under the same workload and fault plan.
+
+    Each consumer's history is a JSON-lines file; it is kept in ``history_dir`` if given
+    (to read the events behind a violation), and deleted with the run otherwise.
+    """
     # Redeliveries add about a third on top of the messages sent.
     work = build(max(20, int(deliveries / 1.3)), seed)
     plan = DEFAULT_RATES | (rates or {})
     with tempfile.TemporaryDirectory(prefix="once-chaos-") as tmp:
+        workdir = (history_dir or Path(tmp)).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
         return [
             run_consumer(
                 impl,
@@ -364,7 +371,7 @@ def chaos(
                 endpoints=endpoints,
                 workers=workers,
                 rates=plan,
-                workdir=Path(tmp),
+                workdir=workdir,
                 progress=progress,
             )
             for impl in implementations

@@ -1,10 +1,12 @@
 """The invariants the harness checks, from the history a run recorded and its final state.
 
 Each check returns a count of violations, so that a report can say "3 stale writes landed"
-rather than pass or fail. The checks are conservative where timing is ambiguous: a write
-is called stale only if it was *sent* after a newer claim had *landed*, so that an overlap
-of two requests in flight is never counted. Clock readings are ``time.monotonic_ns()``,
-which every process on one machine shares.
+rather than pass or fail. The checks are conservative where timing is ambiguous. A write
+is only known to have been applied somewhere between its ``sent`` and ``landed`` readings:
+a process stopped (SIGSTOP, by any of its threads) between a write and its answer records
+``landed`` late. So one write counts as after another only if it was *sent* after the other
+had *landed*, and an overlap of requests in flight is never counted. Clock readings are
+``time.monotonic_ns()``, which every process on one machine shares.
 
 History events (dicts, one JSON line each):
 
@@ -64,7 +66,11 @@ def one_completed_result(history: list[Event]) -> int:
 
 
 def stale_write_landed(history: list[Event]) -> int:
-    """A finalize landed although it was sent after a newer claim on its item had landed."""
+    """A finalize landed although a newer claim on its item had surely been applied first.
+
+    The newer claim must have been sent after the finalizer's own claim landed (so it was
+    applied after it) and must have landed before the finalize was sent.
+    """
     claims: dict[str, list[Event]] = defaultdict(list)
     for e in _by(history, "claim"):
         claims[e["item"]].append(e)
@@ -75,7 +81,8 @@ def stale_write_landed(history: list[Event]) -> int:
         if mine is None:
             continue
         if any(
-            c["claim"] != f["claim"] and mine < c["landed"] < f["sent"] for c in claims[f["item"]]
+            c["claim"] != f["claim"] and mine < c["sent"] and c["landed"] < f["sent"]
+            for c in claims[f["item"]]
         ):
             count += 1
     return count

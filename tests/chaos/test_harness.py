@@ -36,11 +36,6 @@ def runs(dynamodb_local: dict, moto_server: str) -> dict[str, Run]:
     return {run.impl: run for run in done}
 
 
-@pytest.mark.xfail(
-    reason="known open finding (issue 5): once has shown one stale_write_landed in some "
-    "runs, not yet explained as a real path or a fault of the check; see docs/reliability.md",
-    strict=False,
-)
 def test_once_keeps_every_invariant_under_every_fault(runs: dict[str, Run]) -> None:
     once = runs["once"]
     assert once.deliveries >= 250

@@ -65,6 +65,13 @@ def test_a_finalize_in_flight_during_a_takeover_is_not_counted() -> None:
     assert stale_write_landed(history) == 0
 
 
+def test_a_claim_answered_late_is_not_taken_for_a_newer_claim() -> None:
+    # "b" was applied at once, then its process was stopped before the answer came back;
+    # "a" took over after b's lease and finalized. b's late landing proves nothing.
+    history = [claim("b", 0, 6.0), claim("a", 4.5, 4.51), finalize("a", 7, 7.01)]
+    assert stale_write_landed(history) == 0
+
+
 def test_a_claim_inside_a_live_lease_is_two_owners_but_not_after_it() -> None:
     assert two_live_owners([claim("a", 0, 0.01), claim("b", 1, 1.01)], skew_ms=800) == 1
     assert two_live_owners([claim("a", 0, 0.01), claim("b", 5, 5.01)], skew_ms=800) == 0
