@@ -86,6 +86,7 @@ class Probe:
             subprocess.Popen(
                 ["sh", "-c", f"sleep {self._pause_s}; kill -CONT {os.getpid()}"],
                 start_new_session=True,
+                stderr=subprocess.DEVNULL,  # the process may be gone by then: nothing to say
             )
             os.kill(os.getpid(), signal.SIGSTOP)
         else:
