@@ -221,6 +221,21 @@ def _plt() -> Any:
     return plt
 
 
+def _plot_medians(ax: Any, rows: list[dict[str, Any]], x_key: str, business: float) -> None:
+    """once's and Powertools' median batch times over ``x_key``, one line each."""
+    if not rows:
+        return
+    rows = sorted(rows, key=lambda r: r[x_key])
+    x = [r[x_key] for r in rows]
+    for name, style in (("once", "-o"), ("powertools", "--s")):
+        ax.plot(
+            x,
+            [r[name]["median_ms"] for r in rows],
+            style,
+            label=f"{name}, business {business:g} ms",
+        )
+
+
 def plot_latency(runs: dict[str, dict[str, Any]], path: Path) -> None:
     plt = _plt()
     engines = [e for e in runs if runs[e].get("latency")]
@@ -229,32 +244,9 @@ def plot_latency(runs: dict[str, dict[str, Any]], path: Path) -> None:
         rows = runs[engine]["latency"]
         left, right = axes[i]
         for business in sorted({r["business_ms"] for r in rows}):
-            cells = sorted(
-                (r for r in rows if r["batch"] == 10 and r["business_ms"] == business),
-                key=lambda r: r["latency_ms"],
-            )
-            if cells:
-                x = [r["latency_ms"] for r in cells]
-                for name, style in (("once", "-o"), ("powertools", "--s")):
-                    left.plot(
-                        x,
-                        [r[name]["median_ms"] for r in cells],
-                        style,
-                        label=f"{name}, business {business:g} ms",
-                    )
-            sizes = sorted(
-                (r for r in rows if r["latency_ms"] == 10 and r["business_ms"] == business),
-                key=lambda r: r["batch"],
-            )
-            if sizes:
-                x = [r["batch"] for r in sizes]
-                for name, style in (("once", "-o"), ("powertools", "--s")):
-                    right.plot(
-                        x,
-                        [r[name]["median_ms"] for r in sizes],
-                        style,
-                        label=f"{name}, business {business:g} ms",
-                    )
+            same = [r for r in rows if r["business_ms"] == business]
+            _plot_medians(left, [r for r in same if r["batch"] == 10], "latency_ms", business)
+            _plot_medians(right, [r for r in same if r["latency_ms"] == 10], "batch", business)
         left.set(
             title=f"{ENGINE_TITLE[engine]}: batch of 10",
             xlabel="injected RTT per call (ms)",
