@@ -9,6 +9,18 @@ from oncecli.engines import MotoServer
 from oncecli.localcloud import local_client
 
 
+def _add_seven(key: str) -> dict:
+    """A transaction item that adds 7 to the balance of ``key``."""
+    return {
+        "Update": {
+            "TableName": "t",
+            "Key": {"id": {"S": key}},
+            "UpdateExpression": "ADD balance :a",
+            "ExpressionAttributeValues": {":a": {"N": "7"}},
+        }
+    }
+
+
 def test_failed_transaction_rolls_back_its_items_only():
     with MotoServer() as moto:
         ddb = local_client("dynamodb", moto.endpoint)
@@ -23,23 +35,9 @@ def test_failed_transaction_rolls_back_its_items_only():
         with pytest.raises(ClientError):
             ddb.transact_write_items(
                 TransactItems=[
-                    {
-                        "Update": {
-                            "TableName": "t",
-                            "Key": {"id": {"S": "acct"}},
-                            "UpdateExpression": "ADD balance :a",
-                            "ExpressionAttributeValues": {":a": {"N": "7"}},
-                        }
-                    },
+                    _add_seven("acct"),
                     {"Put": {"TableName": "t", "Item": {"id": {"S": "new"}}}},
-                    {
-                        "Update": {
-                            "TableName": "t",
-                            "Key": {"id": {"S": "x" * 2100}},
-                            "UpdateExpression": "ADD balance :a",
-                            "ExpressionAttributeValues": {":a": {"N": "7"}},
-                        }
-                    },
+                    _add_seven("x" * 2100),  # key too long: the transaction is refused
                 ]
             )
         items = {i["id"]["S"]: i for i in ddb.scan(TableName="t")["Items"]}
@@ -47,14 +45,7 @@ def test_failed_transaction_rolls_back_its_items_only():
         assert items["acct"]["balance"]["N"] == "5"
         ddb.transact_write_items(
             TransactItems=[
-                {
-                    "Update": {
-                        "TableName": "t",
-                        "Key": {"id": {"S": "acct"}},
-                        "UpdateExpression": "ADD balance :a",
-                        "ExpressionAttributeValues": {":a": {"N": "7"}},
-                    }
-                },
+                _add_seven("acct"),
                 {
                     "Put": {
                         "TableName": "t",
