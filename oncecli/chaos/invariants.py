@@ -56,6 +56,13 @@ def _by(events: Iterable[Event], kind: str) -> list[Event]:
     return [e for e in events if e["e"] == kind]
 
 
+def _claims_by_item(history: list[Event]) -> dict[str, list[Event]]:
+    claims: dict[str, list[Event]] = defaultdict(list)
+    for e in _by(history, "claim"):
+        claims[e["item"]].append(e)
+    return claims
+
+
 def one_completed_result(history: list[Event]) -> int:
     """At most one claim ever completes an item (its result then never changes)."""
     completers: dict[str, set[str]] = defaultdict(set)
@@ -71,9 +78,7 @@ def stale_write_landed(history: list[Event]) -> int:
     The newer claim must have been sent after the finalizer's own claim landed (so it was
     applied after it) and must have landed before the finalize was sent.
     """
-    claims: dict[str, list[Event]] = defaultdict(list)
-    for e in _by(history, "claim"):
-        claims[e["item"]].append(e)
+    claims = _claims_by_item(history)
     owner_landed = {(e["item"], e["claim"]): e["landed"] for e in _by(history, "claim")}
     count = 0
     for f in _by(history, "finalize"):
@@ -101,9 +106,7 @@ def two_live_owners(history: list[Event], skew_ms: float) -> int:
     for f in _by(history, "finalize"):
         key = (f["item"], f["claim"])
         released[key] = min(released.get(key, f["sent"]), f["sent"])
-    claims: dict[str, list[Event]] = defaultdict(list)
-    for e in _by(history, "claim"):
-        claims[e["item"]].append(e)
+    claims = _claims_by_item(history)
     count = 0
     for item_claims in claims.values():
         for later in item_claims:
