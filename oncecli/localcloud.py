@@ -70,6 +70,11 @@ def _inputs_digest(context: dict[str, str]) -> str:
 
 def synth(context: dict[str, str] | None = None, *, log: Path | None = None) -> Path:
     """Synthesize the ``local`` stage into a cached cloud assembly directory; return it."""
+    if not (ROOT / "app.py").is_file() or not (ROOT / "cdk.json").is_file():
+        raise SynthFailed(
+            f"no CDK app in {ROOT} (app.py and cdk.json): run `once` inside the once "
+            "repository, or pass --template-dir with a synthesized cloud assembly"
+        )
     ctx = {"stage": "local", **(context or {})}
     out = BUILD_DIR / f"synth-{_inputs_digest(ctx)}"
     if (out / f"{STACK_NAME}.template.json").is_file():
