@@ -35,10 +35,8 @@ TIMEOUT_S = 3.0
 VISIBILITY_S = 5
 MAX_RECEIVE = 5
 PAUSE_S = 6.0  # longer than once's lease (timeout + 1 s margin) and Powertools' (timeout)
-MAX_SKEW_S = 0.4
-BACKLOG = (
-    300  # messages kept in the queue while the producer feeds it  # within once's 1 s lease margin
-)
+MAX_SKEW_S = 0.4  # within once's 1 s lease margin
+BACKLOG = 300  # messages kept in the queue while the producer feeds it
 TTL_ATTRIBUTES = {
     "once": "expires_at",
     "once-unfenced": "expires_at",
