@@ -54,6 +54,7 @@ from once import make_handler  # noqa: E402
 from once.handler import Handler  # noqa: E402
 from once.models import Outcome  # noqa: E402
 from once.processor import Process  # noqa: E402
+from once.store import RecordStore  # noqa: E402
 
 TABLE = "idempotency"
 LEDGER = "ledger"
@@ -306,7 +307,13 @@ def once_handler(aws: Aws) -> Callable[..., Handler]:
         } | options
         handler = make_handler(process, **settings)
         if clock is not None:
-            handler.processor._store._clock = clock
+            store = RecordStore(
+                boto3.client("dynamodb"),
+                settings["table_name"],
+                retention_s=handler.retention_s,
+                clock=clock,
+            )
+            handler.bind(store=store)
         return handler
 
     return build

@@ -1,14 +1,18 @@
 """``make_handler``: turns a business function into an SQS batch handler for Lambda.
 
-It resolves the configuration (arguments first, then environment variables, then the
-defaults in ``constants``), creates the AWS clients once per process, and returns the
-partial batch response. The handler raises only for a broken configuration; a record-level
-problem always becomes an entry in ``batchItemFailures`` (or an acknowledgment).
+It resolves the configuration at the first invocation (arguments first, then environment
+variables, then the defaults in ``constants``), so that a module-level handler can be
+imported before its environment exists. It creates the AWS clients once per process, and
+returns the partial batch response. The handler raises only for a broken configuration; a
+record-level problem always becomes an entry in ``batchItemFailures`` (or an
+acknowledgment). ``Handler.bind`` runs it with a record store or quarantine of the caller's
+choosing instead of the ones built from the configuration.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -26,6 +30,16 @@ from once.store import RecordStore
 _FROM_ENV: Any = object()
 
 
+@dataclass(frozen=True)
+class _Config:
+    """Where the handler's resources are, resolved from arguments, then the environment."""
+
+    table_name: str | None
+    dlq_url: str | None
+    retention_s: int
+    key_prefix: str | None
+
+
 class Handler:
     """The Lambda entry point made by ``make_handler``: call it with (event, context)."""
 
@@ -33,45 +47,121 @@ class Handler:
         self,
         process: Process,
         *,
+        reader: BodyReader,
         table_name: str | None,
         dlq_url: str | None,
-        reader: BodyReader,
-        settings: Settings,
-        retention_s: int,
+        retention_s: int | None,
+        key_prefix: str | None,
+        lease_margin_s: int,
+        lock_timeout_s: int,
+        max_workers: int,
+        min_remaining_ms: int,
     ) -> None:
         self._process = process
+        self._reader = reader
         self._table_name = table_name
         self._dlq_url = dlq_url
-        self._reader = reader
-        self._settings = settings
         self._retention_s = retention_s
+        self._key_prefix = key_prefix
+        self._lease_margin_s = lease_margin_s
+        self._lock_timeout_s = lock_timeout_s
+        self._max_workers = max_workers
+        self._min_remaining_ms = min_remaining_ms
+        self._config: _Config | None = None
+        self._store: RecordStore | None = None
+        self._quarantine: Quarantine | None = None
         self._processor: BatchProcessor | None = None
+
+    def bind(
+        self, *, store: RecordStore | None = None, quarantine: Quarantine | None = None
+    ) -> None:
+        """Run the next invocations with this record store and/or quarantine.
+
+        ``bind()`` with nothing drops what was bound and the built processor: the next
+        invocation builds them again from the configuration and the environment.
+        """
+        self._store = store
+        self._quarantine = quarantine
+        self._processor = None
+        self._config = None
+
+    @property
+    def table_name(self) -> str | None:
+        return self._resolved().table_name
+
+    @property
+    def dlq_url(self) -> str | None:
+        return self._resolved().dlq_url
+
+    @property
+    def retention_s(self) -> int:
+        return self._resolved().retention_s
+
+    @property
+    def key_prefix(self) -> str | None:
+        return self._resolved().key_prefix
+
+    def _resolved(self) -> _Config:
+        """The configuration as the first invocation froze it, or as it would be now."""
+        if self._config is not None:
+            return self._config
+        retention = self._retention_s
+        if retention is None:
+            retention = int(os.getenv(c.ENV_RETENTION_S, c.DEFAULT_RETENTION_S))
+        return _Config(
+            table_name=self._table_name or os.getenv(c.ENV_TABLE_NAME) or None,
+            dlq_url=(os.getenv(c.ENV_DLQ_URL) or None)
+            if self._dlq_url is _FROM_ENV
+            else self._dlq_url,
+            retention_s=retention,
+            key_prefix=self._key_prefix or os.getenv(c.ENV_SERVICE_NAME) or None,
+        )
 
     @property
     def processor(self) -> BatchProcessor:
         """Built at the first invocation, so that importing a handler needs no AWS."""
         if self._processor is None:
-            if not self._table_name:
+            config = self._resolved()
+            if not config.key_prefix:
+                raise RuntimeError(
+                    f"no key prefix: pass key_prefix= to make_handler or set "
+                    f"{c.ENV_SERVICE_NAME} (a stable service name, not the function name)"
+                )
+            if self._store is None and not config.table_name:
                 raise RuntimeError(
                     f"no idempotency table: pass table_name= to make_handler or set "
                     f"{c.ENV_TABLE_NAME}"
                 )
+            self._config = config
             # Requests are built here, so botocore's client-side validation only costs CPU.
-            config = Config(
+            client_config = Config(
                 parameter_validation=False,
                 retries={"mode": "standard", "max_attempts": 3},
-                max_pool_connections=max(10, self._settings.max_workers),
+                max_pool_connections=max(10, self._max_workers),
             )
-            store = RecordStore(
-                boto3.client("dynamodb", config=config),
-                self._table_name,
-                retention_s=self._retention_s,
-            )
-            quarantine = Quarantine(
-                boto3.client("sqs", config=config) if self._dlq_url else None, self._dlq_url
+            store = self._store
+            if store is None:
+                assert config.table_name is not None
+                store = RecordStore(
+                    boto3.client("dynamodb", config=client_config),
+                    config.table_name,
+                    retention_s=config.retention_s,
+                )
+            quarantine = self._quarantine
+            if quarantine is None:
+                quarantine = Quarantine(
+                    boto3.client("sqs", config=client_config) if config.dlq_url else None,
+                    config.dlq_url,
+                )
+            settings = Settings(
+                key_prefix=config.key_prefix,
+                lease_margin_ms=self._lease_margin_s * 1000,
+                lock_timeout_ms=self._lock_timeout_s * 1000,
+                min_remaining_ms=self._min_remaining_ms,
+                max_workers=self._max_workers,
             )
             self._processor = BatchProcessor(
-                self._process, store, quarantine, self._reader, self._settings, logger
+                self._process, store, quarantine, self._reader, settings, logger
             )
         return self._processor
 
@@ -114,23 +204,18 @@ def make_handler(
 
     ``key`` and ``validate`` are JMESPath expressions over the parsed JSON body: the business
     key, and the part whose hash must match on every delivery (``None``: no check).
-    ``dlq_url=None`` turns the quarantine fast path off.
+    ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
+    environment at the first invocation; ``dlq_url=None`` turns the quarantine fast path off.
     """
-    prefix = key_prefix or os.getenv(c.ENV_SERVICE_NAME)
-    if not prefix:
-        raise ValueError(f"no key prefix: pass key_prefix= or set {c.ENV_SERVICE_NAME}")
-    settings = Settings(
-        key_prefix=prefix,
-        lease_margin_ms=lease_margin_s * 1000,
-        lock_timeout_ms=lock_timeout_s * 1000,
-        min_remaining_ms=min_remaining_ms,
-        max_workers=max_workers,
-    )
     return Handler(
         process,
-        table_name=table_name or os.getenv(c.ENV_TABLE_NAME),
-        dlq_url=os.getenv(c.ENV_DLQ_URL) if dlq_url is _FROM_ENV else dlq_url,
         reader=BodyReader(key, validate),
-        settings=settings,
-        retention_s=retention_s or int(os.getenv(c.ENV_RETENTION_S, c.DEFAULT_RETENTION_S)),
+        table_name=table_name,
+        dlq_url=dlq_url,
+        retention_s=retention_s,
+        key_prefix=key_prefix,
+        lease_margin_s=lease_margin_s,
+        lock_timeout_s=lock_timeout_s,
+        max_workers=max_workers,
+        min_remaining_ms=min_remaining_ms,
     )

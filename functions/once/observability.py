@@ -1,8 +1,8 @@
 """Powertools logger, metrics and tracer for the layer, created once per process.
 
 Every record gets one log line with ``message_id``, ``key``, ``fence`` and ``outcome``; no
-payload values are logged at INFO. Each outcome is an EMF metric; the stack alarms on
-``LeaseLost`` and ``Conflict``.
+payload values are logged at INFO. Each outcome is an EMF metric (names in
+``once.constants``); of these, the stack alarms on ``LeaseLost`` and ``Conflict``.
 """
 
 from __future__ import annotations

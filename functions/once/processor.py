@@ -83,10 +83,6 @@ class BatchProcessor:
         self._logger = logger
         self._pool: ThreadPoolExecutor | None = None
 
-    @property
-    def store(self) -> RecordStore:
-        return self._store
-
     def run(self, records: Iterable[SQSRecord], context: Any) -> list[Handled]:
         items = [self._read(record) for record in records]
         # A FIFO queue's name ends in .fifo; standard (fair) queues may carry group ids too.

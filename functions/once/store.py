@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from botocore.exceptions import ClientError
 
@@ -34,12 +34,6 @@ _COMPLETE_UPDATE = (
     "REMOVE #lease"
 )
 _FAIL_UPDATE = "SET #status = :failed, #error = :error, #updated = :now_ms REMOVE #lease"
-_FINALIZE_CONDITION = "#owner = :me AND #fence = :fence AND #status = :in_progress"
-#: The control run's condition: the item exists, nothing more (no owner, fence or status).
-#: Only the harness uses it, to show that it catches what the fence prevents.
-_UNFENCED_CONDITION = (
-    "attribute_exists(#id) AND :me = :me AND :fence = :fence AND :in_progress = :in_progress"
-)
 
 _NAMES = {
     "#id": c.ATTR_ID,
@@ -90,6 +84,13 @@ class Rejected:
 class RecordStore:
     """Conditional writes on the idempotency table, one item per business key."""
 
+    #: Complete and fail land only for the claim that still owns the record: same owner,
+    #: same fence, still IN_PROGRESS. The values ``:me``, ``:fence`` and ``:in_progress``
+    #: are always bound.
+    finalize_condition: ClassVar[str] = (
+        "#owner = :me AND #fence = :fence AND #status = :in_progress"
+    )
+
     def __init__(
         self,
         client: Any,
@@ -97,14 +98,11 @@ class RecordStore:
         *,
         retention_s: int = c.DEFAULT_RETENTION_S,
         clock: Callable[[], float] = time.time,
-        fenced: bool = True,
     ) -> None:
         self._client = client
         self._table = table_name
         self._retention_s = retention_s
         self._clock = clock
-        #: False only in the harness's control run: finalize without owner and fence.
-        self.fenced = fenced
 
     def claim(
         self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
@@ -174,8 +172,7 @@ class RecordStore:
             ":fence": _n(claim.fence),
             ":in_progress": _s(c.STATUS_IN_PROGRESS),
         }
-        condition = _FINALIZE_CONDITION if self.fenced else _UNFENCED_CONDITION
-        old, rejected = self._write(record_id, update, condition, values)
+        old, rejected = self._write(record_id, update, self.finalize_condition, values)
         if not rejected:
             return True
         verdict = judge_finalize(
@@ -215,7 +212,8 @@ class RecordStore:
         return (Record.from_item(item) if item else None), False
 
     def get(self, record_id: str) -> Record | None:
-        """Read one record, strongly consistent (for the CLI and the tests)."""
+        """Read one record, strongly consistent: what a tool inspecting a key sees. The
+        protocol itself never reads before it writes."""
         response = self._client.get_item(
             TableName=self._table, Key={c.ATTR_ID: _s(record_id)}, ConsistentRead=True
         )

@@ -97,7 +97,16 @@ def _handler(spec: WorkerSpec, process: Any) -> Any:
             key_prefix="payments",
             lease_margin_s=1,
         )
-        handler.processor.store.fenced = spec.impl != "once-unfenced"
+        if spec.impl == "once-unfenced":
+            import boto3
+            from botocore.config import Config
+
+            from oncecli.chaos.unfenced import UnfencedRecordStore
+
+            # The same retries as the handler's own client: only the condition differs.
+            config = Config(retries={"mode": "standard", "max_attempts": 3})
+            client = boto3.client("dynamodb", config=config)
+            handler.bind(store=UnfencedRecordStore(client, table, retention_s=handler.retention_s))
         return handler
     if spec.impl == "powertools":
         from oncecli.peers.powertools import make_handler as powertools_handler

@@ -23,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from once import constants as c
 from once.models import Outcome, Record
 from once.store import Claimed, RecordStore, Rejected
+from oncecli.chaos.unfenced import UnfencedRecordStore
 from oncecli.faults import Injector
 
 WORKERS = 3
@@ -52,7 +53,7 @@ class Model:
 class RecordMachine(RuleBasedStateMachine):
     endpoint: str
     table: str
-    fenced = True
+    store_class: type[RecordStore] = RecordStore
     lost_responses = 0
 
     def __init__(self) -> None:
@@ -74,12 +75,11 @@ class RecordMachine(RuleBasedStateMachine):
         self.completed: tuple[int, str] | None = None  # (fence, result) while live
 
     def _store(self, worker: int, client: object) -> RecordStore:
-        return RecordStore(
+        return self.store_class(
             client,
             self.table,
             retention_s=RETENTION_S,
             clock=lambda: self.now + self.skew[worker],
-            fenced=self.fenced,
         )
 
     def _clock(self, worker: int) -> tuple[int, int]:
@@ -270,7 +270,7 @@ def test_record_store_matches_the_model_under_faults(dynamodb_local: dict) -> No
 
 
 class UnfencedMachine(RecordMachine):
-    fenced = False
+    store_class = UnfencedRecordStore
 
 
 def test_the_model_catches_a_finalize_without_its_fence(dynamodb_local: dict) -> None:

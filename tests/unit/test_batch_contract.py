@@ -12,7 +12,9 @@ import pytest
 from once import constants as c
 from once import make_handler
 from once.models import Outcome
-from tests.conftest import Spy, failed_ids, message_ids, outcomes
+from once.quarantine import Quarantine
+from once.store import RecordStore
+from tests.conftest import TABLE, Spy, failed_ids, message_ids, outcomes
 
 
 class Odd(Exception):
@@ -127,11 +129,64 @@ def test_a_broken_configuration_is_the_only_thing_that_raises(
 ) -> None:
     monkeypatch.delenv(c.ENV_TABLE_NAME)
     monkeypatch.delenv(c.ENV_SERVICE_NAME)
-    with pytest.raises(ValueError, match=c.ENV_SERVICE_NAME):
-        make_handler(spy, key="orderId")
-    handler = make_handler(spy, key="orderId", key_prefix="test")  # importing needs no AWS
+    unnamed = make_handler(spy, key="orderId")  # importing needs no AWS and no environment
+    with pytest.raises(RuntimeError, match=c.ENV_SERVICE_NAME):
+        unnamed(sqs_event([{"orderId": "o-1"}]), None)
+    handler = make_handler(spy, key="orderId", key_prefix="test")
     with pytest.raises(RuntimeError, match=c.ENV_TABLE_NAME):
         handler(sqs_event([{"orderId": "o-1"}]), None)
+    assert spy.calls == []
+
+
+def test_the_environment_is_read_at_the_first_invocation_not_at_import(
+    aws, spy, sqs_event, monkeypatch
+) -> None:
+    monkeypatch.delenv(c.ENV_TABLE_NAME)
+    monkeypatch.delenv(c.ENV_SERVICE_NAME)
+    monkeypatch.delenv(c.ENV_DLQ_URL)
+    handler = make_handler(spy, key="orderId")  # a module-level handler, imported early
+    monkeypatch.setenv(c.ENV_TABLE_NAME, TABLE)
+    monkeypatch.setenv(c.ENV_SERVICE_NAME, "late")
+    monkeypatch.setenv(c.ENV_DLQ_URL, aws.dlq_url)
+
+    handler(sqs_event([{"orderId": "o-1"}]), None)
+    monkeypatch.setenv(c.ENV_SERVICE_NAME, "changed-after-the-first-invocation")
+
+    assert (handler.table_name, handler.key_prefix, handler.dlq_url) == (
+        TABLE,
+        "late",
+        aws.dlq_url,
+    )
+    assert handler.retention_s == c.DEFAULT_RETENTION_S
+    assert aws.record("o-1", prefix="late")["status"] == c.STATUS_COMPLETED
+
+
+def test_a_bound_store_and_quarantine_replace_the_configured_ones_until_unbound(
+    aws, spy, sqs_event
+) -> None:
+    handler = make_handler(spy, key="orderId", key_prefix="test", table_name="no-such-table")
+    written: list[str] = []
+
+    class Recording(RecordStore):
+        def complete(self, record_id: str, claim: Any, result: str) -> bool:
+            written.append(record_id)
+            return super().complete(record_id, claim, result)
+
+    sent: list[str] = []
+
+    class Counting(Quarantine):
+        def send(self, record: dict[str, Any], reason: str, error: str) -> bool:
+            sent.append(reason)
+            return super().send(record, reason, error)
+
+    handler.bind(store=Recording(aws.dynamodb, TABLE), quarantine=Counting(aws.sqs, aws.dlq_url))
+    assert handler(sqs_event([{"orderId": "o-1"}, "not json"]), None) == {"batchItemFailures": []}
+    assert (written, sent) == (["test#o-1"], ["INVALID_JSON"])
+
+    handler.bind()  # back to the configuration: its table does not exist
+    event = sqs_event([{"orderId": "o-2"}])
+    assert failed_ids(handler(event, None)) == message_ids(event)
+    assert written == ["test#o-1"]
 
 
 def test_settings_come_from_the_environment_when_not_given(
