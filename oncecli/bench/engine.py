@@ -1,4 +1,4 @@
-"""The engines for one benchmark run, through the local cloud's ``oncecli.engines``.
+"""The engines for one benchmark run, through the local cloud's ``oncecli.localcloud.engines``.
 
 The benchmarks need each engine in its own process (so that the engine's CPU is not the
 consumer's GIL), reachable on 127.0.0.1. DynamoDB Local cannot choose its listen address,
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from oncecli.engines import DynamoDBLocal, Engine, MotoServer, in_private_netns
+from oncecli.localcloud.engines import DynamoDBLocal, Engine, MotoServer, in_private_netns
 
 ENGINES = ("moto", "dynamodb-local")
 CREDENTIALS = {

@@ -16,7 +16,7 @@ from typing import Any
 import once
 from oncecli.bench.engine import create_table
 from oncecli.bench.wire import Wire
-from oncecli.peers import naive, powertools
+from oncecli.chaos.peers import naive, powertools
 
 CONSUMERS = ("once", "powertools", "naive")
 TABLES = {name: f"bench-{name}" for name in CONSUMERS}

@@ -70,7 +70,7 @@ def _drain(cloud: Any, workers: int, messages: int, timeout_s: float) -> dict[st
 
 
 def measure(engine: str, scale: str) -> list[dict[str, Any]]:
-    from oncecli.localcloud import LocalCloud
+    from oncecli.localcloud.cloud import LocalCloud
 
     top = max(WORKERS[scale])
     rows = []

@@ -25,9 +25,9 @@ import boto3
 
 from oncecli import redrive
 from oncecli.chaos import invariants
+from oncecli.chaos.traffic import HID, Workload, build
 from oncecli.chaos.worker import WorkerSpec, run
-from oncecli.chaos.workload import HID, Workload, build
-from oncecli.localcloud import LOCAL_CREDENTIALS, REGION
+from oncecli.localcloud.cloud import LOCAL_CREDENTIALS, REGION
 
 IMPLEMENTATIONS = ("once", "powertools", "naive")
 #: A Lambda function timeout short enough for leases to run out within a run.

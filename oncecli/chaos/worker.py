@@ -1,6 +1,6 @@
 """One harness worker: a real process that polls the queue like the event source mapping,
 runs one consumer under test with the probe and the client faults installed, and applies
-AWS's partial batch response rules (``oncecli.batchrules``).
+AWS's partial batch response rules (``oncecli.localcloud.batchrules``).
 
 A worker may be killed (SIGKILL) or stopped (SIGSTOP) by its own probe at any moment; its
 in-flight messages then come back after the visibility timeout, as in Lambda.
@@ -20,11 +20,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from oncecli.batchrules import decide
 from oncecli.chaos.probe import History, Probe
-from oncecli.chaos.workload import HID
-from oncecli.localcloud import ACCOUNT, LOCAL_CREDENTIALS, REGION
-from oncecli.mapping import event_record
+from oncecli.chaos.traffic import HID
+from oncecli.localcloud.batchrules import decide
+from oncecli.localcloud.cloud import ACCOUNT, LOCAL_CREDENTIALS, REGION
+from oncecli.localcloud.mapping import event_record
 
 
 @dataclass(frozen=True)
@@ -109,10 +109,10 @@ def _handler(spec: WorkerSpec, process: Any) -> Any:
             handler.bind(store=UnfencedRecordStore(client, table, retention_s=handler.retention_s))
         return handler
     if spec.impl == "powertools":
-        from oncecli.peers.powertools import make_handler as powertools_handler
+        from oncecli.chaos.peers.powertools import make_handler as powertools_handler
 
         return powertools_handler(process, table_name=table)
-    from oncecli.peers.naive import make_handler as naive_handler
+    from oncecli.chaos.peers.naive import make_handler as naive_handler
 
     return naive_handler(process, table_name=table)
 
@@ -137,7 +137,7 @@ def run(spec: WorkerSpec) -> None:
     _skew_clock(spec.skew_s)
     rng = random.Random(f"{spec.seed}-{spec.worker}")
     history = History(spec.history_path, spec.worker)
-    from oncecli.faults import Injector
+    from oncecli.chaos.faults import Injector
 
     faults = Injector(None, rng, on_fault=lambda kind: history.add("fault", kind=kind))
     faults.throttle(spec.rates.get("throttle", 0.0), ("UpdateItem", "PutItem", "DeleteItem"))

@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from once import constants as c
-from oncecli import engines
+from oncecli.localcloud import engines
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from oncecli import engines
 from oncecli.cli import main
 from oncecli.errors import EngineNotInstalled, UnshareNotPermitted
+from oncecli.localcloud import engines
 from tests.localcloud.helpers import mapping_for
 
 

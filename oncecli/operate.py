@@ -30,10 +30,10 @@ from rich.console import Console
 from rich.table import Table
 
 from once import constants as c
+from oncecli.demo.verdict import scan
 from oncecli.errors import CliError, EngineFailed, NoCredentials, StackNotFound
-from oncecli.localcloud import STACK_NAME
+from oncecli.localcloud.template import STACK_NAME
 from oncecli.redrive import move
-from oncecli.report import scan
 
 _REQUIRED_OUTPUTS = ("QueueUrl", "DlqUrl", "IdempotencyTableName", "LedgerTableName")
 

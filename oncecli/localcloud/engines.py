@@ -30,30 +30,11 @@ from pathlib import Path
 from types import TracebackType
 
 from oncecli.errors import EngineFailed, EngineNotInstalled, JavaMissing, UnshareNotPermitted
+from oncecli.project import ROOT
 
 #: Set in the re-executed CLI, so that it never tries to enter a namespace twice.
 NETNS_ENV = "ONCE_IN_PRIVATE_NETNS"
 
-
-def _project_root() -> Path:
-    """The checkout of the CDK app: where ``app.py``, ``cdk.json``, ``node_modules`` and
-    ``build/`` are.
-
-    The source tree this package runs from when it is one (an editable install, or
-    ``python -m oncecli.cli`` in the repository); otherwise, as for ``cdk``, the nearest
-    directory at or above the working directory that holds a ``cdk.json`` (a non-editable
-    install run inside the repository); otherwise the working directory itself, where
-    ``synth`` then says what is missing.
-    """
-    cwd = Path.cwd().resolve()
-    for candidate in (Path(__file__).resolve().parents[1], cwd, *cwd.parents):
-        if (candidate / "cdk.json").is_file():
-            return candidate
-    return cwd
-
-
-#: The project root (see ``_project_root``).
-ROOT = _project_root()
 _PR_SET_PDEATHSIG = 1
 _children: list[subprocess.Popen[bytes]] = []
 
@@ -192,7 +173,7 @@ class MotoServer(Engine):
     def start(self) -> MotoServer:
         for _ in range(3):  # a free port can be taken between probe and bind: retry
             self.port = free_port()
-            argv = [sys.executable, "-m", "oncecli.motoserver", "-H", "127.0.0.1"]
+            argv = [sys.executable, "-m", "oncecli.localcloud.motoserver", "-H", "127.0.0.1"]
             self._proc = spawn([*argv, "-p", str(self.port)], log=self.log)
             try:
                 wait_until(

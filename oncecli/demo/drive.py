@@ -15,7 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from once import constants as c
-from oncecli import localcloud, report, workload
+from oncecli.demo import verdict, workload
+from oncecli.localcloud import cloud as localcloud
+from oncecli.localcloud.template import STACK_NAME
 
 
 @dataclass
@@ -54,7 +56,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
         workers = options.workers or config.max_concurrency or 2
         mapping = cloud.mapping(workers, "workers.log")
         console.print(
-            f"[bold]local cloud[/] {localcloud.STACK_NAME} on {options.engine} "
+            f"[bold]local cloud[/] {STACK_NAME} on {options.engine} "
             f"(sqs {cloud.endpoints['sqs']}, dynamodb {cloud.endpoints['dynamodb']}) "
             f"ready in {setup_s:.1f} s; {len(cloud.notes)} local patches "
             f"(see `once up` for the list)"
@@ -106,7 +108,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
         wall_s = time.monotonic() - started
         drain_s = time.monotonic() - drain_started
         with console.status("checking the ledger, the records and the DLQ..."):
-            result = report.check(
+            result = verdict.check(
                 workload=plan,
                 sent=producer.sent,
                 deleted=mapping.stats.deleted_ids,

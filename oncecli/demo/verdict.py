@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from once import constants as c
-from oncecli.workload import Message, Workload, record_id
+from oncecli.demo.workload import Message, Workload, record_id
 from payments.ledger import ACCOUNT_PREFIX, ENTRY_PREFIX
 
 
