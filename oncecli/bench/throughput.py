@@ -20,9 +20,10 @@ import time
 import uuid
 from typing import Any
 
+from oncecli.localcloud.engines import ENGINES
+
 WORKERS = {"smoke": (1,), "goal": (1,), "quick": (1, 2), "full": (1, 2, 4)}
 MESSAGES = {"smoke": 20, "goal": 100, "quick": 100, "full": 300}
-ENGINES = ("moto", "dynamodb-local")
 
 
 def steps(scale: str) -> int:

@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "chaos", help="fault-injection harness: once vs Powertools vs the naive pattern"
     )
-    parser.add_argument("--engine", choices=["dynamodb-local", "moto"], default="dynamodb-local")
+    parser.add_argument("--engine", choices=engines.ENGINES, default="dynamodb-local")
     parser.add_argument("--deliveries", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=4)

@@ -14,16 +14,16 @@ import os
 import random
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_env
 from oncecli.chaos.probe import History, Probe
 from oncecli.chaos.traffic import HID
 from oncecli.localcloud.batchrules import decide
-from oncecli.localcloud.cloud import ACCOUNT, LOCAL_CREDENTIALS, REGION
+from oncecli.localcloud.invocation import LambdaContext
 from oncecli.localcloud.mapping import event_record
 
 
@@ -45,21 +45,6 @@ class WorkerSpec:
     pause_s: float
     timeout_s: float
     batch_size: int
-
-
-class _Context:
-    """A Lambda context whose clock runs out at the function timeout."""
-
-    def __init__(self, timeout_s: float, name: str) -> None:
-        self._deadline = time.monotonic() + timeout_s
-        self.aws_request_id = uuid.uuid4().hex
-        self.function_name = name
-        self.function_version = "$LATEST"
-        self.memory_limit_in_mb = 256
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 def _skew_clock(skew_s: float) -> None:
@@ -121,8 +106,7 @@ def run(spec: WorkerSpec) -> None:
     """The worker's main loop; returns only when the harness kills it."""
     os.environ.update(
         {
-            **LOCAL_CREDENTIALS,
-            "AWS_DEFAULT_REGION": REGION,
+            **local_env(),
             "AWS_ENDPOINT_URL_DYNAMODB": spec.dynamodb_endpoint,
             "AWS_ENDPOINT_URL_SQS": spec.sqs_endpoint,
             "LEDGER_TABLE_NAME": spec.tables["ledger"],
@@ -169,10 +153,11 @@ def run(spec: WorkerSpec) -> None:
 def _invoke(
     spec: WorkerSpec, sqs: Any, handler: Any, messages: list[dict[str, Any]], history: History
 ) -> None:
-    queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
-    event = {"Records": [event_record(m, queue_arn, REGION) for m in messages]}
+    queue_arn = f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
+    event = {"Records": [event_record(m, queue_arn, LOCAL_REGION) for m in messages]}
+    context = LambdaContext.starting_now(spec.impl, spec.timeout_s, memory_mb=256)
     try:
-        response, error = handler(event, _Context(spec.timeout_s, spec.impl)), None
+        response, error = handler(event, context), None
         response = json.loads(json.dumps(response))
     except Exception as raised:
         response, error = None, type(raised).__name__

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from once import constants as c
+from oncecli.aws import queue_depth
 from oncecli.demo import verdict, workload
 from oncecli.localcloud import cloud as localcloud
 from oncecli.localcloud.template import STACK_NAME
@@ -32,14 +33,6 @@ class DemoOptions:
     context: dict[str, str] = field(default_factory=dict)
     timeout_s: float | None = None
     seed: int = 7
-
-
-def _queue_left(sqs: Any, url: str) -> int:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return sum(int(v) for v in attributes.values())
 
 
 def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, Any]:
@@ -95,7 +88,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
             producer.send_late(plan.late, is_done, timeout_s / 2)
             deadline = drain_started + timeout_s
             while time.monotonic() < deadline:
-                left = _queue_left(sqs, config.queue_url)
+                left = queue_depth(sqs, config.queue_url).total
                 stats = mapping.snapshot()
                 bar.update(
                     task,

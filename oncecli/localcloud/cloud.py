@@ -24,20 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import boto3
-from botocore.config import Config
-
+from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
 from oncecli.errors import EngineFailed
-from oncecli.localcloud.engines import DynamoDBLocal, Engine, MotoServer, enter_private_netns
+from oncecli.localcloud.engines import (
+    ENGINES,
+    DynamoDBLocal,
+    Engine,
+    MotoServer,
+    enter_private_netns,
+)
 from oncecli.localcloud.mapping import FunctionConfig, Mapping, MappingConfig
 from oncecli.localcloud.template import STACK_NAME, for_moto, load_template, resources_of, synth
 from oncecli.project import BUILD_DIR
-
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
-#: Credentials for the local engines (they accept anything, but boto3 wants some).
-LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-ENGINES = ("moto", "dynamodb-local")
 
 
 def _zip_asset(source: Path, digest: str) -> Path:
@@ -67,8 +65,8 @@ def publish_assets(s3: Any, assembly: Path, stack: str = STACK_NAME) -> int:
         for destination in asset["destinations"].values():
             bucket = (
                 destination["bucketName"]
-                .replace("${AWS::AccountId}", ACCOUNT)
-                .replace("${AWS::Region}", REGION)
+                .replace("${AWS::AccountId}", LOCAL_ACCOUNT)
+                .replace("${AWS::Region}", LOCAL_REGION)
                 .replace("${AWS::Partition}", "aws")
             )
             with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
@@ -76,18 +74,6 @@ def publish_assets(s3: Any, assembly: Path, stack: str = STACK_NAME) -> int:
             s3.upload_file(str(source), bucket, destination["objectKey"])
             count += 1
     return count
-
-
-def local_client(service: str, endpoint: str) -> Any:
-    """A client for a local engine: fixed region and dummy credentials."""
-    return boto3.client(
-        service,
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-        config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=20),
-    )
 
 
 def _create_table(ddb: Any, name: str, properties: dict[str, Any]) -> None:
@@ -104,6 +90,18 @@ def _create_table(ddb: Any, name: str, properties: dict[str, Any]) -> None:
         )
     ddb.create_table(**request)
     ddb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.2})
+
+
+def _enable_ttl(ddb: Any, name: str, properties: dict[str, Any]) -> str | None:
+    """Turn on the TTL the template declares for a table; return its attribute, if any."""
+    ttl = properties.get("TimeToLiveSpecification")
+    if not ttl or not ttl.get("Enabled"):
+        return None
+    ddb.update_time_to_live(
+        TableName=name,
+        TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
+    )
+    return str(ttl["AttributeName"])
 
 
 @dataclass
@@ -128,8 +126,7 @@ class LocalCloud:
         BUILD_DIR.mkdir(parents=True, exist_ok=True)
         assembly = self.assembly or synth(self.context, log=BUILD_DIR / "synth.log")
         self.template = load_template(assembly)
-        for key, value in {**LOCAL_CREDENTIALS, "AWS_DEFAULT_REGION": REGION}.items():
-            os.environ[key] = value
+        os.environ.update(local_env())
         os.environ.pop("AWS_PROFILE", None)
         try:
             moto = MotoServer(log=BUILD_DIR / "moto.log").start()
@@ -204,19 +201,11 @@ class LocalCloud:
     def _apply_ttl(self) -> None:
         ddb = local_client("dynamodb", self.endpoints["sqs"])
         for logical_id, table in resources_of(self.template, "AWS::DynamoDB::Table").items():
-            ttl = table["Properties"].get("TimeToLiveSpecification")
-            if ttl and ttl.get("Enabled"):
-                name = self.physical_id(logical_id)
-                ddb.update_time_to_live(
-                    TableName=name,
-                    TimeToLiveSpecification={
-                        "AttributeName": ttl["AttributeName"],
-                        "Enabled": True,
-                    },
-                )
+            attribute = _enable_ttl(ddb, self.physical_id(logical_id), table["Properties"])
+            if attribute:
                 self.notes.append(
-                    f"TTL on {ttl['AttributeName']} applied with "
-                    f"UpdateTimeToLive (moto ignores the template's)"
+                    f"TTL on {attribute} applied with UpdateTimeToLive "
+                    "(moto ignores the template's)"
                 )
 
     def _tables_on_dynamodb_local(self) -> None:
@@ -224,15 +213,7 @@ class LocalCloud:
         for logical_id, table in resources_of(self.template, "AWS::DynamoDB::Table").items():
             name = self.physical_id(logical_id)
             _create_table(ddb, name, table["Properties"])
-            ttl = table["Properties"].get("TimeToLiveSpecification")
-            if ttl and ttl.get("Enabled"):
-                ddb.update_time_to_live(
-                    TableName=name,
-                    TimeToLiveSpecification={
-                        "AttributeName": ttl["AttributeName"],
-                        "Enabled": True,
-                    },
-                )
+            _enable_ttl(ddb, name, table["Properties"])
         self.notes.append("tables created on DynamoDB Local from the template's definitions")
 
     # --- what the mapping needs ------------------------------------------------------------
@@ -262,7 +243,7 @@ class LocalCloud:
         return MappingConfig(
             queue_url=url,
             queue_arn=attributes["QueueArn"],
-            region=REGION,
+            region=LOCAL_REGION,
             batch_size=int(props.get("BatchSize", 10)),
             batching_window_s=float(props.get("MaximumBatchingWindowInSeconds", 0)),
             max_concurrency=(props.get("ScalingConfig") or {}).get("MaximumConcurrency"),
@@ -287,9 +268,7 @@ class LocalCloud:
         """What a worker needs beyond the function's own environment variables."""
         function = self.function_config()
         return {
-            **LOCAL_CREDENTIALS,
-            "AWS_REGION": REGION,
-            "AWS_DEFAULT_REGION": REGION,
+            **local_env(),
             "AWS_ENDPOINT_URL_SQS": self.endpoints["sqs"],
             "AWS_ENDPOINT_URL_DYNAMODB": self.endpoints["dynamodb"],
             "AWS_LAMBDA_FUNCTION_NAME": function.name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from oncecli.localcloud.cloud import local_client
+from oncecli.aws import local_client
 from oncecli.localcloud.engines import MotoServer
 
 
