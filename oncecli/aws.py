@@ -15,6 +15,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+#: The environment variable that names the stack the commands operate on (``--stack``).
+STACK_ENV = "ONCE_STACK"
 #: The local cloud's region: what `once up` prints, and what every command given
 #: ``--endpoint-url`` uses unless told otherwise.
 LOCAL_REGION = "us-east-1"
