@@ -63,7 +63,7 @@ def _key(table: Table, attributes: dict[str, Any]) -> tuple[DynamoType, DynamoTy
 
 
 def _transact_by_item(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
-    backups = []
+    backups: list[tuple[Table, DynamoType, DynamoType | None, Any]] = []
     for entry in transact_items:
         _, operation = next(iter(entry.items()))
         table = self.tables.get(operation.get("TableName"))
