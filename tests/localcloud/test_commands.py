@@ -239,3 +239,37 @@ def test_up_prints_its_endpoint_region_and_urls_unbroken_into_a_pipe():
     assert "  Region = us-east-1" in lines
     (queue,) = [line for line in lines if line.startswith("  QueueUrl = ")]
     assert re.fullmatch(r"  QueueUrl = https://sqs\.us-east-1\.amazonaws\.com/\d+/\S+", queue)
+
+
+def test_the_commands_work_on_a_stack_without_the_example_ledger(cloud, capsys):
+    """Any stack made of an OnceConsumer: a queue, its DLQ and the idempotency table."""
+    template = {
+        "Resources": {
+            "Dlq": {"Type": "AWS::SQS::Queue"},
+            "Source": {"Type": "AWS::SQS::Queue"},
+            "Records": {
+                "Type": "AWS::DynamoDB::Table",
+                "Properties": {
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+                    "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+                },
+            },
+        },
+        "Outputs": {
+            "QueueUrl": {"Value": {"Ref": "Source"}},
+            "DlqUrl": {"Value": {"Ref": "Dlq"}},
+            "IdempotencyTableName": {"Value": {"Ref": "Records"}},
+        },
+    }
+    cloud.client("cloudformation").create_stack(
+        StackName="Orders-local", TemplateBody=json.dumps(template)
+    )
+    target = ["--endpoint-url", cloud.endpoints["sqs"], "--stack", "Orders-local"]
+    assert main(["send", "--count", "2", *target]) == 0
+    assert main(["status", *target]) == 0
+    assert main(["redrive", "--max", "1", *target]) == 0
+    assert main(["inspect", "o-1", *target]) == 10  # no record yet: found the table, not it
+    out = capsys.readouterr()
+    assert "sent 2 of 2" in out.out and "queue: waiting" in out.out
+    assert "no record" in out.err
