@@ -2,8 +2,9 @@
 ``maxReceiveCount`` redeliveries.
 
 The message keeps its body and as many of its own attributes as SQS allows beside ours
-(original message id, reason code, short error). On a FIFO DLQ it keeps its group and
-deduplication ids. The caller acknowledges the message only if this send succeeded.
+(original message id, reason code, short error). It keeps its message group; on a FIFO
+DLQ its deduplication id is its own message id. The caller acknowledges the message only
+if this send succeeded.
 """
 
 from __future__ import annotations
@@ -62,12 +63,16 @@ class Quarantine:
             "MessageBody": record["body"],
             "MessageAttributes": attributes,
         }
-        system = record.get("attributes") or {}
-        if system.get("MessageGroupId"):
-            request["MessageGroupId"] = system["MessageGroupId"]
-            request["MessageDeduplicationId"] = (
-                system.get("MessageDeduplicationId") or record["messageId"]
-            )
+        group = (record.get("attributes") or {}).get("MessageGroupId")
+        if group:
+            # A FIFO message keeps its group; so does a fair (standard) queue's tenant.
+            request["MessageGroupId"] = group
+        if self._url.endswith(".fifo"):
+            # Unique per source message and the same on each of its redeliveries: a retried
+            # quarantine of one message is deduplicated, two messages never are (the
+            # producer's own deduplication id may be shared by different messages).
+            # Standard queues take no deduplication id.
+            request["MessageDeduplicationId"] = record["messageId"]
         try:
             self._client.send_message(**request)
         except (BotoCoreError, ClientError):
