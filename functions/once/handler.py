@@ -206,6 +206,11 @@ def make_handler(
     key, and the part whose hash must match on every delivery (``None``: no check).
     ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
     environment at the first invocation; ``dlq_url=None`` turns the quarantine fast path off.
+
+    What ``process`` returns is stored on the record as JSON (Decimals as their exact text).
+    A result that cannot be encoded completes the record with its type only and logs a
+    warning: once business code has returned, its effect happened, and a record left FAILED
+    would run it again on every redelivery.
     """
     return Handler(
         process,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jmespath
+from aws_lambda_powertools.shared.json_encoder import Encoder
 from jmespath.parser import ParsedResult
 
 from once import constants as c
@@ -83,12 +84,28 @@ class BodyReader:
 
 
 def encode_result(result: Any, cap_bytes: int = c.RESULT_CAP_BYTES) -> str:
-    """The JSON stored as ``result``; over the cap, only its size and sha256."""
-    text = canonical_json(result)
+    """The JSON stored as ``result``; over the cap, only its size and sha256.
+
+    Decimals (what boto3's resource API returns), dataclasses and pydantic models are
+    encoded as Powertools' idempotency utility encodes them. Raises ``TypeError`` or
+    ``ValueError`` for a result that is not JSON even so (see ``unencodable_result``).
+    """
+    text = json.dumps(
+        result, cls=Encoder, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     size = len(text.encode("utf-8"))
     if size <= cap_bytes:
         return text
     return canonical_json({"capped": True, "size": size, "sha256": sha256(text)})
+
+
+def unencodable_result(result: Any) -> str:
+    """What is stored when a result cannot be encoded: its type, nothing of its value.
+
+    Business code returned, so its effect happened: the record completes with this stand-in
+    rather than failing, which would invite every redelivery to run the effect again.
+    """
+    return canonical_json({"unencodable": type(result).__name__})
 
 
 def describe_error(error: BaseException) -> str:

@@ -24,7 +24,14 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once.models import Attempt, Outcome, PermanentError
-from once.payload import BadMessage, BodyReader, Parsed, describe_error, encode_result
+from once.payload import (
+    BadMessage,
+    BodyReader,
+    Parsed,
+    describe_error,
+    encode_result,
+    unencodable_result,
+)
 from once.quarantine import Quarantine
 from once.store import Claimed, RecordStore, Rejected
 
@@ -198,7 +205,7 @@ class BatchProcessor:
             record.message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover
         )
         try:
-            result = encode_result(self._process(parsed.body, attempt))
+            value = self._process(parsed.body, attempt)
         except PermanentError as error:
             if self._finalize(self._store.fail, record_id, claim, describe_error(error)) is False:
                 return _replace(done, Outcome.LEASE_LOST)
@@ -213,8 +220,19 @@ class BatchProcessor:
         except Exception as error:
             written = self._finalize(self._store.fail, record_id, claim, describe_error(error))
             return _replace(done, _unfinished(written), type(error).__name__)
-        written = self._finalize(self._store.complete, record_id, claim, result)
+        written = self._finalize(self._store.complete, record_id, claim, self._encode(value, done))
         return done if written else _replace(done, _unfinished(written))
+
+    def _encode(self, value: Any, done: Handled) -> str:
+        """The stored result. It never fails: business code returned, the effect happened."""
+        try:
+            return encode_result(value)
+        except (TypeError, ValueError, RecursionError) as error:
+            self._logger.warning(
+                "result is not JSON: the record completes with its type only",
+                extra={"message_id": done.message_id, "key": done.key, "error": _class(error)},
+            )
+            return unencodable_result(value)
 
     def _finalize(
         self, write: Callable[[str, Claimed, str], bool], record_id: str, claim: Claimed, value: str
@@ -267,6 +285,10 @@ class BatchProcessor:
                 "reason": handled.reason,
             },
         )
+
+
+def _class(error: BaseException) -> str:
+    return type(error).__name__
 
 
 def _unfinished(written: bool | None) -> Outcome:

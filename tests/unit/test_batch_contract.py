@@ -4,7 +4,9 @@ concurrently in a bounded pool."""
 
 from __future__ import annotations
 
+import json
 import threading
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -59,19 +61,37 @@ def test_business_code_raising_anything_is_a_failed_record_not_a_failed_batch(
         b"bytes",
         {"nested": object()},
         {1: "a", "b": 2},
+        "lone \ud800 surrogate",
     ],
-    ids=["object", "set", "bytes", "nested-object", "mixed-keys"],
+    ids=["object", "set", "bytes", "nested-object", "mixed-keys", "lone-surrogate"],
 )
-def test_a_result_that_is_not_json_is_a_failed_record_not_a_failed_batch(
+def test_a_result_that_is_not_json_completes_the_record_and_never_runs_again(
     aws, once_handler, sqs_event, result: Any
 ) -> None:
-    event = sqs_event([{"orderId": "o-1"}])
-    response = once_handler(Spy(lambda body, attempt: result))(event, None)
+    # Business code returned: its effect happened. A record left FAILED would invite every
+    # redelivery to run the effect again.
+    spy = Spy(lambda body, attempt: result)
+    handler = once_handler(spy)
 
-    assert failed_ids(response) == message_ids(event)
+    assert handler(sqs_event([{"orderId": "o-1"}]), None) == {"batchItemFailures": []}
+    assert handler(sqs_event([{"orderId": "o-1"}]), None) == {"batchItemFailures": []}
+
+    assert len(spy.calls) == 1
     record = aws.record("o-1")
-    assert record["status"] == c.STATUS_FAILED
-    assert record["error"].startswith("TypeError:")
+    assert (record["status"], record["fence"]) == (c.STATUS_COMPLETED, 1)
+    assert json.loads(record["result"]) == {"unencodable": type(result).__name__}
+
+
+def test_a_decimal_result_is_stored_as_its_exact_number(aws, once_handler, sqs_event) -> None:
+    # What boto3's resource API returns for every DynamoDB number.
+    spy = Spy(lambda body, attempt: {"balance": Decimal("1234.50"), "count": Decimal(3)})
+    handler = once_handler(spy)
+
+    assert handler(sqs_event([{"orderId": "o-1"}]), None) == {"batchItemFailures": []}
+
+    record = aws.record("o-1")
+    assert record["status"] == c.STATUS_COMPLETED
+    assert json.loads(record["result"]) == {"balance": "1234.50", "count": "3"}
 
 
 def test_the_error_stored_on_a_failed_record_is_cut_short(aws, once_handler, sqs_event) -> None:
