@@ -114,6 +114,9 @@ class Attempt:
     fence: int
     message_id: str
     takeover: bool
+    """True when this claim took over one that expired mid-flight: reconcile downstream.
+    Conservatively true after a retried claim whose fence is above 1 (a lost response hides
+    whether the earlier claim had finished)."""
     record: Record | None
     """The record as it was before this claim (None for a new key): after a takeover or a
     retry it tells what the previous attempt left behind."""

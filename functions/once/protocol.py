@@ -50,3 +50,16 @@ def judge_finalize(old: Record | None, *, me: str, fence: int, target_status: st
     if old is not None and old.owner == me and old.fence == fence and old.status == target_status:
         return Verdict.MINE
     return Verdict.LEASE_LOST
+
+
+def is_takeover(old: Record | None, *, retried: bool) -> bool:
+    """Whether a claim that went through took over a claim that expired mid-flight.
+
+    ``old`` is the live record the claim replaced (None: absent or past its retention). When
+    the claim's response was lost and the SDK's retry found the claim's own record
+    (``retried``), what was there before is no longer visible: any fence above 1 says an
+    earlier claim existed, and the answer is then conservatively true.
+    """
+    if retried:
+        return old is not None and old.fence > 1
+    return old is not None and old.status == c.STATUS_IN_PROGRESS

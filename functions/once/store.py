@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from once import constants as c
 from once.models import Outcome, Record
-from once.protocol import Verdict, judge_claim, judge_finalize
+from once.protocol import Verdict, is_takeover, judge_claim, judge_finalize
 
 _CLAIM_UPDATE = (
     "SET #status = :in_progress, #owner = :me, #lease = :lease, #expires = :expires, "
@@ -128,15 +128,16 @@ class RecordStore:
         )
         if not rejected:
             previous = old if old is not None and old.is_live(now_s) else None
-            takeover = previous is not None and previous.status == c.STATUS_IN_PROGRESS
             fence = (old.fence if old is not None else 0) + 1
+            takeover = is_takeover(previous, retried=False)
             return Claimed(owner=me, fence=fence, takeover=takeover, previous=previous)
         assert old is not None  # a failed claim condition implies an existing item
         verdict = judge_claim(old, me=me, payload_hash=payload_hash)
         if verdict is Verdict.MINE:
             # Our claim landed but its response was lost; the SDK retried it. The fence on
-            # the record is ours. Whether it was a takeover is unknowable now.
-            return Claimed(owner=me, fence=old.fence, takeover=False, previous=None)
+            # the record is ours; what it replaced is no longer visible.
+            takeover = is_takeover(old, retried=True)
+            return Claimed(owner=me, fence=old.fence, takeover=takeover, previous=None)
         return Rejected(outcome=Outcome(verdict.value), record=old)
 
     def complete(self, record_id: str, claim: Claimed, result: str) -> bool:
