@@ -23,7 +23,9 @@ WHOLE_BODY = "@"
 
 
 class BadMessage(Exception):
-    """The body cannot be processed at all: not JSON, no usable key. Quarantined."""
+    """The body cannot be processed at all: not JSON, no usable key, a part to validate that
+    cannot be computed. Quarantined with ``reason``; the message is ours, free of body
+    values."""
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
@@ -58,29 +60,64 @@ class BodyReader:
         )
 
     def read(self, raw_body: str) -> Parsed:
-        try:
-            return self._read(raw_body)
-        except RecursionError:
-            # A body nested deeper than Python's recursion limit (``[[[[...``, well within
-            # SQS's 256 KiB): one poison record, never a reason to fail the whole batch.
-            raise BadMessage("INVALID_JSON", "body is nested too deeply") from None
+        """The body, its key and its payload hash; or ``BadMessage`` for this body alone.
 
-    def _read(self, raw_body: str) -> Parsed:
+        Total by design: whatever the body holds and whatever the expressions do with it
+        (a JMESPath type error, a lone surrogate, nesting past the recursion limit), the
+        failure is this body's bad input, never an exception that fails the whole batch.
+        The detail names the failing step and the error's class, never a body value.
+        """
         try:
             body = json.loads(raw_body)
-        except (TypeError, ValueError) as error:
-            raise BadMessage("INVALID_JSON", f"body is not JSON ({type(error).__name__})") from None
-        key = self._key.search(body) if isinstance(body, dict) else None
+        except RecursionError:
+            # A body nested deeper than Python's recursion limit (``[[[[...``, well within
+            # SQS's 256 KiB).
+            raise BadMessage("INVALID_JSON", "body is nested too deeply") from None
+        except Exception as error:
+            raise BadMessage("INVALID_JSON", f"body is not JSON ({_name(error)})") from None
+        key = self._key_of(body)
+        try:
+            validated = self._validate.search(body) if self._validate is not None else None
+        except Exception as error:
+            raise BadMessage(
+                "INVALID_PAYLOAD", f"validate expression failed on this body ({_name(error)})"
+            ) from None
+        try:
+            payload_hash = sha256(canonical_json(validated))
+        except UnicodeEncodeError:
+            raise BadMessage(
+                "INVALID_JSON", "body holds a lone surrogate: it is not Unicode text"
+            ) from None
+        except Exception as error:
+            raise BadMessage("INVALID_JSON", f"body cannot be hashed ({_name(error)})") from None
+        return Parsed(body=body, key=str(key), payload_hash=payload_hash)
+
+    def _key_of(self, body: Any) -> str | int:
+        try:
+            key = self._key.search(body) if isinstance(body, dict) else None
+        except Exception as error:
+            raise BadMessage(
+                "INVALID_KEY", f"key expression failed on this body ({_name(error)})"
+            ) from None
         # bool is an int to Python, but never a business key.
         if isinstance(key, bool) or not (isinstance(key, int) or (isinstance(key, str) and key)):
             raise BadMessage(
                 "INVALID_KEY",
-                f"key is not a non-empty string or an integer (got {type(key).__name__})",
+                f"key is not a non-empty string or an integer (got {_name(key)})",
             )
-        if len(str(key).encode("utf-8")) > c.MAX_KEY_BYTES:
+        try:
+            size = len(str(key).encode("utf-8"))
+        except UnicodeEncodeError:
+            raise BadMessage(
+                "INVALID_KEY", "key holds a lone surrogate: it is not Unicode text"
+            ) from None
+        if size > c.MAX_KEY_BYTES:
             raise BadMessage("INVALID_KEY", f"key is longer than {c.MAX_KEY_BYTES} bytes")
-        validated = self._validate.search(body) if self._validate is not None else None
-        return Parsed(body=body, key=str(key), payload_hash=sha256(canonical_json(validated)))
+        return key
+
+
+def _name(value: Any) -> str:
+    return type(value).__name__
 
 
 def encode_result(result: Any, cap_bytes: int = c.RESULT_CAP_BYTES) -> str:
