@@ -116,11 +116,14 @@ class BatchProcessor:
             return _Item(record, None, bad)
 
     def _run_unit(self, unit: list[_Item], context: Any, *, stop_on_failure: bool) -> list[Handled]:
-        """Records that must run one after the other: one key, or one FIFO group."""
+        """Records that must run one after the other: one key, or the FIFO groups that
+        share a key. With ``stop_on_failure``, a record not done stops the rest of its group."""
         leaders: dict[tuple[str, str], Handled] = {}
+        stopped: set[str] = set()
         results: list[Handled] = []
         for item in unit:
-            if stop_on_failure and results and not results[-1].outcome.acknowledged:
+            group = _group(item)
+            if group in stopped:
                 handled = Handled(
                     item.record.message_id,
                     Outcome.SKIPPED,
@@ -128,6 +131,8 @@ class BatchProcessor:
                 )
             else:
                 handled = self._run_item(item, context, leaders)
+            if stop_on_failure and not handled.outcome.acknowledged:
+                stopped.add(group)
             self._log(handled)
             results.append(handled)
         return results
@@ -315,9 +320,29 @@ def _key_groups(items: list[_Item]) -> list[list[_Item]]:
     return units + list(groups.values())
 
 
+def _group(item: _Item) -> str:
+    return item.record.attributes.message_group_id or ""
+
+
 def _fifo_groups(items: list[_Item]) -> list[list[_Item]]:
-    """FIFO queue: one unit per message group, in the order SQS delivered it."""
-    groups: dict[str, list[_Item]] = {}
+    """FIFO queue: one unit per message group, in the order SQS delivered it; groups that
+    share a business key are one unit, so that copies of a key follow their leader instead
+    of racing its claim (each group still runs in its own order)."""
+    merged: dict[str, str] = {}  # group -> the group it was merged into (union-find)
+
+    def root(group: str) -> str:
+        while merged.get(group, group) != group:
+            group = merged[group]
+        return group
+
+    first_group_of_key: dict[str, str] = {}
     for item in items:
-        groups.setdefault(item.record.attributes.message_group_id or "", []).append(item)
-    return list(groups.values())
+        group = root(_group(item))
+        if item.parsed is not None:
+            other = root(first_group_of_key.setdefault(item.parsed.key, group))
+            if other != group:
+                merged[group] = other
+    units: dict[str, list[_Item]] = {}
+    for item in items:
+        units.setdefault(root(_group(item)), []).append(item)
+    return list(units.values())

@@ -3,6 +3,7 @@ the rest of that group is reported failed without running, while other groups go
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from once import PermanentError
@@ -174,3 +175,43 @@ def test_a_duplicate_inside_a_group_follows_its_leader_without_running(
         Outcome.PROCESSED,
     ]
     assert business.order == ["a1", "a2"]
+
+
+def test_copies_of_one_key_in_two_groups_of_a_batch_run_once_and_follow_their_leader(
+    aws, once_handler, sqs_event
+) -> None:
+    ran: list[str] = []
+
+    def slow(body: Any, attempt: Any) -> str:
+        ran.append(body["orderId"])
+        if body["orderId"] == "k":
+            time.sleep(0.3)  # the other group reaches its copy while this claim is live
+        return "ok"
+
+    event = sqs_event(orders("k", "k", "b2", "a2"), fifo_groups=["A", "B", "B", "A"])
+    handler = once_handler(slow, max_workers=4)
+
+    assert outcomes(handler, event) == [
+        Outcome.PROCESSED,
+        Outcome.DUPLICATE,
+        Outcome.PROCESSED,
+        Outcome.PROCESSED,
+    ]
+    assert sorted(ran) == ["a2", "b2", "k"]
+    assert ran.index("k") < ran.index("a2")  # within a group, order still holds
+
+
+def test_a_failed_leader_stops_the_group_of_its_copy_in_another_group_too(
+    aws, once_handler, sqs_event
+) -> None:
+    business = Recorder(fail={"k"})
+    event = sqs_event(orders("k", "a2", "k", "b2", "c1"), fifo_groups=["A", "A", "B", "B", "C"])
+
+    assert outcomes(once_handler(business), event) == [
+        Outcome.FAILED,
+        Outcome.SKIPPED,
+        Outcome.FAILED,  # follows its leader: not run, not done
+        Outcome.SKIPPED,
+        Outcome.PROCESSED,
+    ]
+    assert sorted(business.order) == ["c1", "k"]
