@@ -12,6 +12,7 @@ choosing instead of the ones built from the configuration.
 from __future__ import annotations
 
 import os
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,9 +175,16 @@ class Handler:
                 handled = processor.run(records, context)
                 if segment is not None:
                     segment.put_annotation("records", len(handled))
-        except Exception:
-            # A bug, not a record problem: acknowledge nothing, let SQS redeliver.
-            logger.exception("batch aborted; every record will be redelivered")
+        except Exception as error:
+            # A bug, not a record problem: acknowledge nothing, let SQS redeliver. The log
+            # names the error's class and where it was raised; its message may quote a body.
+            logger.error(
+                "batch aborted; every record will be redelivered",
+                extra={
+                    "error": type(error).__name__,
+                    "stack": traceback.format_tb(error.__traceback__),
+                },
+            )
             return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in records]}
         publish((METRIC_NAMES[h.outcome], h.takeover) for h in handled)
         return {

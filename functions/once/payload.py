@@ -17,6 +17,7 @@ from aws_lambda_powertools.shared.json_encoder import Encoder
 from jmespath.parser import ParsedResult
 
 from once import constants as c
+from once.models import PermanentError
 
 #: Sentinel for ``validate``: hash the whole body.
 WHOLE_BODY = "@"
@@ -146,5 +147,13 @@ def unencodable_result(result: Any) -> str:
 
 
 def describe_error(error: BaseException) -> str:
-    """Class and message, cut short: stored on FAILED records and in DLQ attributes."""
-    return f"{type(error).__name__}: {error}"[: c.ERROR_MAX_CHARS]
+    """What a FAILED record, the DLQ's ``once.error`` and the logs say of an error, cut short.
+
+    Its class, always. Its message only for a ``PermanentError`` (and its subclasses), whose
+    text business code writes for operators (and the README asks to keep free of payload
+    values): any other message may quote the payload, as Python's own do
+    (``invalid literal for int() with base 10: '...'``).
+    """
+    if isinstance(error, PermanentError):
+        return f"{type(error).__name__}: {error}"[: c.ERROR_MAX_CHARS]
+    return type(error).__name__[: c.ERROR_MAX_CHARS]

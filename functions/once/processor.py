@@ -181,7 +181,7 @@ class BatchProcessor:
                 lease_ms=self._lease_ms(context),
             )
         except Exception as error:  # DynamoDB unreachable or throttled past retries
-            return Handled(message_id, Outcome.FAILED, parsed.key, reason=type(error).__name__)
+            return Handled(message_id, Outcome.FAILED, parsed.key, reason=_class(error))
         if isinstance(claim, Rejected):
             if claim.outcome is Outcome.CONFLICT:
                 return self._quarantined(
@@ -224,7 +224,7 @@ class BatchProcessor:
             )
         except Exception as error:
             written = self._finalize(self._store.fail, record_id, claim, describe_error(error))
-            return _replace(done, _unfinished(written), type(error).__name__)
+            return _replace(done, _unfinished(written), describe_error(error))
         written = self._finalize(self._store.complete, record_id, claim, self._encode(value, done))
         return done if written else _replace(done, _unfinished(written))
 
@@ -246,11 +246,10 @@ class BatchProcessor:
         record stays IN_PROGRESS until its lease ends and the retry takes over."""
         try:
             return write(record_id, claim, value)
-        except Exception:
+        except Exception as error:
             self._logger.warning(
                 "finalize failed",
-                exc_info=True,
-                extra={"record_id": record_id, "fence": claim.fence},
+                extra={"record_id": record_id, "fence": claim.fence, "error": _class(error)},
             )
             return None
 

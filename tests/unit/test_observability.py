@@ -121,3 +121,56 @@ def test_record_lines_carry_the_protocol_fields_and_no_payload_values(
     by_id = {json.loads(line)["message_id"]: json.loads(line) for line in formatted}
     first = by_id[event["Records"][0]["messageId"]]
     assert (first["key"], first["fence"], first["outcome"]) == ("o-0", 1, "processed")
+
+
+class InventoryError(PermanentError):
+    """A user's own permanent error: its message is the user's, kept."""
+
+
+def test_an_error_keeps_its_class_and_only_our_or_permanent_messages(
+    aws, once_handler, sqs_event, caplog
+) -> None:
+    def business(body: Any, attempt: Any) -> Any:
+        if body["orderId"] == "o-parse":
+            int(body["item"])  # ValueError: invalid literal for int() ... 'Kryptonite-...'
+        if body["orderId"] == "o-key":
+            return {}[body["item"]]  # KeyError quoting the item
+        if body["orderId"] == "o-perm":
+            raise PermanentError("item is not sold any more")
+        raise InventoryError("out of stock")
+
+    keys = ("o-parse", "o-key", "o-perm", "o-own")
+    event = sqs_event([{"orderId": k, "item": SECRET_ITEM, "qty": SECRET_QTY} for k in keys])
+    with caplog.at_level(logging.INFO):
+        once_handler(Spy(business))(event, None)
+
+    stored = {k: aws.record(k)["error"] for k in keys}
+    assert stored == {
+        "o-parse": "ValueError",
+        "o-key": "KeyError",
+        "o-perm": "PermanentError: item is not sold any more",
+        "o-own": "InventoryError: out of stock",
+    }
+    dead = sorted(m["MessageAttributes"][c.QUARANTINE_ATTR_ERROR]["StringValue"] for m in aws.dlq())
+    assert dead == ["InventoryError: out of stock", "PermanentError: item is not sold any more"]
+    for record in caplog.records:  # INFO and above, whatever logger wrote it
+        text = record.getMessage() + json.dumps(record.__dict__, default=str)
+        assert SECRET_ITEM not in text
+
+
+def test_a_batch_aborted_by_a_bug_logs_no_payload_value(
+    aws, once_handler, spy, sqs_event, caplog, monkeypatch
+) -> None:
+    handler = once_handler(spy)
+
+    def broken(records: Any, context: Any) -> None:
+        raise ValueError(f"bug while reading {records[0].body}")
+
+    monkeypatch.setattr(handler.processor, "run", broken)
+    with caplog.at_level(logging.INFO):
+        handler(sqs_event([{"orderId": "o-1", "item": SECRET_ITEM}]), None)
+
+    [aborted] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    text = once_logger.registered_formatter.format(aborted)
+    assert "ValueError" in text
+    assert SECRET_ITEM not in text

@@ -133,7 +133,7 @@ def test_a_transient_failure_is_recorded_failed_and_its_retry_runs_under_the_nex
     assert failed_ids(handler(event, None)) == message_ids(event)
     failed = aws.record("o-1")
     assert failed["status"] == c.STATUS_FAILED
-    assert failed["error"] == "ConnectionError: downstream timed out"
+    assert failed["error"] == "ConnectionError"  # the class: a message may quote the payload
     assert c.ATTR_LEASE_EXPIRES_AT not in failed
 
     assert handler(event, None) == {"batchItemFailures": []}  # SQS redelivers it
