@@ -27,7 +27,7 @@ class Outcome(StrEnum):
     PROCESSED = "processed"  # business logic ran and the record is COMPLETED
     DUPLICATE = "duplicate"  # already COMPLETED with the same payload: not run again
     BUSY = "busy"  # another live claim holds the key: retried later
-    CONFLICT = "conflict"  # same key, different payload: never run, quarantined
+    CONFLICT = "conflict"  # same key, different payload: never run, its copy in the DLQ
     FAILED = "failed"  # transient failure: record FAILED, message retried
     QUARANTINED = "quarantined"  # permanent failure, sent to the DLQ and acknowledged
     LEASE_LOST = "lease_lost"  # a newer claim owns the key; nothing was overwritten
@@ -36,8 +36,14 @@ class Outcome(StrEnum):
 
     @property
     def acknowledged(self) -> bool:
-        """True when SQS may delete the message: it is done or it is in the DLQ."""
-        return self in (Outcome.PROCESSED, Outcome.DUPLICATE, Outcome.QUARANTINED)
+        """True when SQS may delete the message: it is done or it is in the DLQ. (A CONFLICT
+        whose quarantine failed is FAILED, so a CONFLICT is always in the DLQ.)"""
+        return self in (
+            Outcome.PROCESSED,
+            Outcome.DUPLICATE,
+            Outcome.QUARANTINED,
+            Outcome.CONFLICT,
+        )
 
 
 #: EMF metric name for each outcome.

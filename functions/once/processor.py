@@ -166,6 +166,7 @@ class BatchProcessor:
                 item.parsed.key,
                 leader.reason or "PERMANENT",
                 "follows " + leader.message_id,
+                outcome=leader.outcome,
             )
         outcome = _FOLLOW.get(leader.outcome, leader.outcome)
         return Handled(item.record.message_id, outcome, item.parsed.key, leader.fence)
@@ -264,12 +265,12 @@ class BatchProcessor:
         fence: int | None = None,
         takeover: bool = False,
     ) -> Handled:
-        """Acknowledge a permanent failure only once its copy is in the DLQ."""
+        """Acknowledge a permanent failure only once its copy is in the DLQ. The outcome
+        stays what it was (QUARANTINED, or CONFLICT: its own metric) once the send went
+        through; otherwise the record is FAILED and SQS redelivers it."""
         sent = self._quarantine.send(record.raw_event, reason, error)
         if not sent:
             outcome = Outcome.FAILED
-        elif outcome is Outcome.CONFLICT:
-            outcome = Outcome.QUARANTINED
         return Handled(record.message_id, outcome, key, fence, takeover, reason)
 
     def _lease_ms(self, context: Any) -> int:

@@ -120,10 +120,12 @@ def test_any_other_refused_complete_is_a_lost_lease(old: Record | None) -> None:
 
 
 def test_only_done_or_quarantined_records_are_acknowledged() -> None:
+    # A CONFLICT is an outcome only once its copy is in the DLQ (else it is FAILED).
     assert {o for o in Outcome if o.acknowledged} == {
         Outcome.PROCESSED,
         Outcome.DUPLICATE,
         Outcome.QUARANTINED,
+        Outcome.CONFLICT,
     }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from once import PermanentError
 from once import constants as c
 from once.observability import logger as once_logger
-from tests.conftest import Spy
+from tests.conftest import Spy, message_ids
 from tests.unit.test_outcome_table import claim_elsewhere
 
 SECRET_ITEM = "Kryptonite-Sample-XJ9"
@@ -71,7 +71,8 @@ def test_each_outcome_is_published_as_an_emf_metric(
     assert metrics == {
         c.METRIC_PROCESSED: 1,
         c.METRIC_DUPLICATE: 1,
-        c.METRIC_QUARANTINED: 3,
+        c.METRIC_QUARANTINED: 2,
+        c.METRIC_CONFLICT: 1,
         c.METRIC_BUSY: 1,
         c.METRIC_FAILED: 1,
         c.METRIC_LEASE_LOST: 1,
@@ -174,3 +175,30 @@ def test_a_batch_aborted_by_a_bug_logs_no_payload_value(
     text = once_logger.registered_formatter.format(aborted)
     assert "ValueError" in text
     assert SECRET_ITEM not in text
+
+
+def test_a_conflict_is_published_as_conflict_and_acknowledged_by_its_quarantine(
+    aws, once_handler, spy, sqs_event, capsys
+) -> None:
+    handler = once_handler(spy)
+    handler(sqs_event([{"orderId": "o-1"}]), None)
+    capsys.readouterr()
+
+    event = sqs_event([{"orderId": "o-1", "qty": 2}])
+    assert handler(event, None) == {"batchItemFailures": []}
+
+    assert emf(capsys.readouterr().out) == {c.METRIC_CONFLICT: 1}
+    assert len(aws.dlq()) == 1
+
+
+def test_a_conflict_whose_quarantine_fails_is_a_failure_not_a_conflict(
+    aws, once_handler, spy, sqs_event, capsys
+) -> None:
+    once_handler(spy)(sqs_event([{"orderId": "o-1"}]), None)
+    capsys.readouterr()
+
+    event = sqs_event([{"orderId": "o-1", "qty": 2}])
+    response = once_handler(spy, dlq_url=None)(event, None)
+
+    assert response == {"batchItemFailures": [{"itemIdentifier": message_ids(event)[0]}]}
+    assert emf(capsys.readouterr().out) == {c.METRIC_FAILED: 1}
