@@ -108,7 +108,7 @@ class Handler:
             return self._config
         retention = self._retention_s
         if retention is None:
-            retention = int(os.getenv(c.ENV_RETENTION_S, c.DEFAULT_RETENTION_S))
+            retention = _env_retention_s()
         return _Config(
             table_name=self._table_name or os.getenv(c.ENV_TABLE_NAME) or None,
             dlq_url=(os.getenv(c.ENV_DLQ_URL) or None)
@@ -194,6 +194,22 @@ class Handler:
         }
 
 
+def _env_retention_s() -> int:
+    text = os.getenv(c.ENV_RETENTION_S)
+    if text is None:
+        return c.DEFAULT_RETENTION_S
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(
+            f"{c.ENV_RETENTION_S} must be a positive whole number of seconds (got {text!r}); "
+            f"unset, records are kept {c.DEFAULT_RETENTION_S} s"
+        )
+    return value
+
+
 def make_handler(
     process: Process,
     *,
@@ -211,7 +227,10 @@ def make_handler(
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
 
     ``key`` and ``validate`` are JMESPath expressions over the parsed JSON body: the business
-    key, and the part whose hash must match on every delivery (``None``: no check).
+    key (a non-empty string or an integer; the integer ``7`` and the string ``"7"`` are the
+    same key), and the part whose hash must match on every delivery (``None``: no check).
+    ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
+    until its lease has ended, so a live claim never counts as absent.
     ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
     environment at the first invocation; ``dlq_url=None`` turns the quarantine fast path off.
 
@@ -220,6 +239,11 @@ def make_handler(
     warning: once business code has returned, its effect happened, and a record left FAILED
     would run it again on every redelivery.
     """
+    if retention_s is not None and retention_s <= 0:
+        raise ValueError(
+            f"retention_s must be a positive number of seconds (got {retention_s}): a record "
+            "must outlive the source queue and the DLQ for a late redrive to be deduplicated"
+        )
     return Handler(
         process,
         reader=BodyReader(key, validate),

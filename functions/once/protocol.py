@@ -63,3 +63,11 @@ def is_takeover(old: Record | None, *, retried: bool) -> bool:
     if retried:
         return old is not None and old.fence > 1
     return old is not None and old.status == c.STATUS_IN_PROGRESS
+
+
+def claim_expires_at(now_ms: int, lease_ms: int, retention_s: int) -> int:
+    """The ``expires_at`` (epoch s) a claim writes: the retention, but never before the
+    lease ends (+1 s). A record past ``expires_at`` counts as absent, so a retention shorter
+    than the lease would otherwise let a second claim in while the first is still live."""
+    lease_end_s = -(-(now_ms + lease_ms) // 1000)  # rounded up
+    return max(now_ms // 1000 + retention_s, lease_end_s + 1)

@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from once import constants as c
 from once.models import Outcome, Record
-from once.protocol import Verdict, is_takeover, judge_claim, judge_finalize
+from once.protocol import Verdict, claim_expires_at, is_takeover, judge_claim, judge_finalize
 
 _CLAIM_UPDATE = (
     "SET #status = :in_progress, #owner = :me, #lease = :lease, #expires = :expires, "
@@ -116,7 +116,7 @@ class RecordStore:
             ":failed": _s(c.STATUS_FAILED),
             ":me": _s(me),
             ":lease": _n(now_ms + lease_ms),
-            ":expires": _n(now_s + self._retention_s),
+            ":expires": _n(claim_expires_at(now_ms, lease_ms, self._retention_s)),
             ":hash": _s(payload_hash),
             ":message": _s(message_id),
             ":now_ms": _n(now_ms),

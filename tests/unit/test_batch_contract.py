@@ -243,3 +243,20 @@ def test_records_of_different_keys_run_concurrently_up_to_max_workers(
     event = sqs_event([{"orderId": f"o-{i}"} for i in range(6)])
     assert once_handler(business, max_workers=3)(event, None) == {"batchItemFailures": []}
     assert max(peak) == 3
+
+
+@pytest.mark.parametrize("retention_s", [0, -1])
+def test_a_retention_that_is_not_positive_is_refused_not_replaced(spy, retention_s: int) -> None:
+    with pytest.raises(ValueError, match="retention_s"):
+        make_handler(spy, key="orderId", retention_s=retention_s)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "two weeks"])
+def test_a_retention_from_the_environment_that_is_not_positive_is_a_clear_error(
+    aws, spy, sqs_event, monkeypatch, value: str
+) -> None:
+    monkeypatch.setenv(c.ENV_RETENTION_S, value)
+    handler = make_handler(spy, key="orderId")
+    with pytest.raises(ValueError, match=c.ENV_RETENTION_S):
+        handler(sqs_event([{"orderId": "o-1"}]), None)
+    assert spy.calls == []
