@@ -99,3 +99,18 @@ def test_the_dlq_copy_stays_within_the_ten_attributes_sqs_allows(
         c.QUARANTINE_ATTR_REASON,
         c.QUARANTINE_ATTR_ERROR,
     } <= names
+
+
+def test_a_body_too_large_for_the_dlq_with_our_attributes_is_reported_failed_not_lost(
+    aws, once_handler, sqs_event
+) -> None:
+    # SQS counts message attributes toward its size limit: a body close to the limit plus
+    # the quarantine's attributes is refused. Nothing is acknowledged; the queue's own
+    # redrive moves the original message after maxReceiveCount receives.
+    small = aws.sqs.create_queue(QueueName="small-dlq", Attributes={"MaximumMessageSize": "1024"})
+    event = sqs_event(["x" * 2_000])
+
+    response = once_handler(reject, dlq_url=small["QueueUrl"])(event, None)
+
+    assert failed_ids(response) == message_ids(event)
+    assert aws.dlq(small["QueueUrl"]) == []
