@@ -63,6 +63,12 @@ ERROR_MAX_CHARS: Final = 500
 QUARANTINE_ATTR_MESSAGE_ID: Final = "once.original_message_id"
 QUARANTINE_ATTR_REASON: Final = "once.reason"
 QUARANTINE_ATTR_ERROR: Final = "once.error"
+#: ``once.reason`` values: why a message was quarantined.
+REASON_INVALID_JSON: Final = "INVALID_JSON"
+REASON_INVALID_KEY: Final = "INVALID_KEY"
+REASON_INVALID_PAYLOAD: Final = "INVALID_PAYLOAD"
+REASON_CONFLICT: Final = "CONFLICT"
+REASON_PERMANENT_ERROR: Final = "PERMANENT_ERROR"
 
 # --- Metric names (CloudWatch EMF), one per outcome ------------------------------------------
 METRIC_PROCESSED: Final = "Processed"

@@ -73,24 +73,27 @@ class BodyReader:
         except RecursionError:
             # A body nested deeper than Python's recursion limit (``[[[[...``, well within
             # SQS's 256 KiB).
-            raise BadMessage("INVALID_JSON", "body is nested too deeply") from None
+            raise BadMessage(c.REASON_INVALID_JSON, "body is nested too deeply") from None
         except Exception as error:
-            raise BadMessage("INVALID_JSON", f"body is not JSON ({_name(error)})") from None
+            raise BadMessage(c.REASON_INVALID_JSON, f"body is not JSON ({_name(error)})") from None
         key = self._key_of(body)
         try:
             validated = self._validate.search(body) if self._validate is not None else None
         except Exception as error:
             raise BadMessage(
-                "INVALID_PAYLOAD", f"validate expression failed on this body ({_name(error)})"
+                c.REASON_INVALID_PAYLOAD,
+                f"validate expression failed on this body ({_name(error)})",
             ) from None
         try:
             payload_hash = sha256(canonical_json(validated))
         except UnicodeEncodeError:
             raise BadMessage(
-                "INVALID_JSON", "body holds a lone surrogate: it is not Unicode text"
+                c.REASON_INVALID_JSON, "body holds a lone surrogate: it is not Unicode text"
             ) from None
         except Exception as error:
-            raise BadMessage("INVALID_JSON", f"body cannot be hashed ({_name(error)})") from None
+            raise BadMessage(
+                c.REASON_INVALID_JSON, f"body cannot be hashed ({_name(error)})"
+            ) from None
         return Parsed(body=body, key=str(key), payload_hash=payload_hash)
 
     def _key_of(self, body: Any) -> str | int:
@@ -98,22 +101,22 @@ class BodyReader:
             key = self._key.search(body) if isinstance(body, dict) else None
         except Exception as error:
             raise BadMessage(
-                "INVALID_KEY", f"key expression failed on this body ({_name(error)})"
+                c.REASON_INVALID_KEY, f"key expression failed on this body ({_name(error)})"
             ) from None
         # bool is an int to Python, but never a business key.
         if isinstance(key, bool) or not (isinstance(key, int) or (isinstance(key, str) and key)):
             raise BadMessage(
-                "INVALID_KEY",
+                c.REASON_INVALID_KEY,
                 f"key is not a non-empty string or an integer (got {_name(key)})",
             )
         try:
             size = len(str(key).encode("utf-8"))
         except UnicodeEncodeError:
             raise BadMessage(
-                "INVALID_KEY", "key holds a lone surrogate: it is not Unicode text"
+                c.REASON_INVALID_KEY, "key holds a lone surrogate: it is not Unicode text"
             ) from None
         if size > c.MAX_KEY_BYTES:
-            raise BadMessage("INVALID_KEY", f"key is longer than {c.MAX_KEY_BYTES} bytes")
+            raise BadMessage(c.REASON_INVALID_KEY, f"key is longer than {c.MAX_KEY_BYTES} bytes")
         return key
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from once import constants as c
 from once.models import Attempt, Outcome, PermanentError
 from once.payload import (
     BadMessage,
@@ -164,7 +165,7 @@ class BatchProcessor:
             return self._quarantined(
                 item.record,
                 item.parsed.key,
-                leader.reason or "PERMANENT",
+                leader.reason or c.REASON_PERMANENT_ERROR,
                 "follows " + leader.message_id,
                 outcome=leader.outcome,
             )
@@ -188,7 +189,7 @@ class BatchProcessor:
                 return self._quarantined(
                     record,
                     parsed.key,
-                    "CONFLICT",
+                    c.REASON_CONFLICT,
                     "payload differs from the stored record",
                     outcome=Outcome.CONFLICT,
                     fence=claim.record.fence,
@@ -218,7 +219,7 @@ class BatchProcessor:
             return self._quarantined(
                 record,
                 parsed.key,
-                "PERMANENT_ERROR",
+                c.REASON_PERMANENT_ERROR,
                 describe_error(error),
                 fence=claim.fence,
                 takeover=claim.takeover,
