@@ -2,9 +2,9 @@
 ``maxReceiveCount`` redeliveries.
 
 The message keeps its body and as many of its own attributes as SQS allows beside ours
-(original message id, reason code, short error). It keeps its message group; on a FIFO
-DLQ its deduplication id is its own message id. The caller acknowledges the message only
-if this send succeeded.
+(the producer's original message id, reason code, short error). It keeps its message
+group; on a FIFO DLQ its deduplication id is its own message id. The caller acknowledges
+the message only if this send succeeded.
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ def _carried_attributes(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return carried
 
 
+def _original_message_id(record: dict[str, Any]) -> str:
+    """The producer's message: kept from an earlier quarantine when a message redriven from
+    the DLQ is quarantined again, so that the chain of custody is never lost."""
+    earlier = (record.get("messageAttributes") or {}).get(c.QUARANTINE_ATTR_MESSAGE_ID) or {}
+    return earlier.get("stringValue") or record["messageId"]
+
+
 class Quarantine:
     """Sends permanently failed records to the DLQ."""
 
@@ -53,7 +60,7 @@ class Quarantine:
         attributes = _carried_attributes(record) | {
             c.QUARANTINE_ATTR_MESSAGE_ID: {
                 "DataType": "String",
-                "StringValue": record["messageId"],
+                "StringValue": _original_message_id(record),
             },
             c.QUARANTINE_ATTR_REASON: {"DataType": "String", "StringValue": reason},
             c.QUARANTINE_ATTR_ERROR: {"DataType": "String", "StringValue": error or reason},
