@@ -65,6 +65,7 @@ QUARANTINE_ATTR_REASON: Final = "once.reason"
 QUARANTINE_ATTR_ERROR: Final = "once.error"
 #: ``once.reason`` values: why a message was quarantined.
 REASON_INVALID_JSON: Final = "INVALID_JSON"
+REASON_INVALID_ENVELOPE: Final = "INVALID_ENVELOPE"
 REASON_INVALID_KEY: Final = "INVALID_KEY"
 REASON_INVALID_PAYLOAD: Final = "INVALID_PAYLOAD"
 REASON_CONFLICT: Final = "CONFLICT"

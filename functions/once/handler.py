@@ -223,12 +223,18 @@ def make_handler(
     retention_s: int | None = None,
     max_workers: int = c.DEFAULT_MAX_WORKERS,
     min_remaining_ms: int = c.DEFAULT_MIN_REMAINING_MS,
+    envelope: str | None = None,
 ) -> Handler:
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
 
     ``key`` and ``validate`` are JMESPath expressions over the parsed JSON body: the business
     key (a non-empty string or an integer; the integer ``7`` and the string ``"7"`` are the
     same key), and the part whose hash must match on every delivery (``None``: no check).
+    ``envelope`` is applied to the parsed body first, with Powertools' JMESPath functions
+    (``"powertools_json(Message)"`` for SNS to SQS, ``"detail"`` for EventBridge to SQS): the
+    key, the validation and ``process`` all see the unwrapped body, so the same payload
+    published twice is a duplicate. A body it does not match is quarantined
+    (``INVALID_ENVELOPE``).
     ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
     until its lease has ended, so a live claim never counts as absent.
     ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
@@ -246,7 +252,7 @@ def make_handler(
         )
     return Handler(
         process,
-        reader=BodyReader(key, validate),
+        reader=BodyReader(key, validate, envelope),
         table_name=table_name,
         dlq_url=dlq_url,
         retention_s=retention_s,

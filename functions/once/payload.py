@@ -1,5 +1,5 @@
-"""What the protocol derives from a message and from a result: the parsed body, the business
-key, the payload hash, the stored result and the stored error.
+"""What the protocol derives from a message and from a result: the parsed and unwrapped
+body, the business key, the payload hash, the stored result and the stored error.
 
 Everything here is pure and cheap. A body that cannot yield a key is a permanent failure
 (`BadMessage`), never an exception that escapes the batch.
@@ -14,6 +14,7 @@ from typing import Any
 
 import jmespath
 from aws_lambda_powertools.shared.json_encoder import Encoder
+from aws_lambda_powertools.utilities.jmespath_utils import PowertoolsFunctions
 from jmespath.parser import ParsedResult
 
 from once import constants as c
@@ -24,9 +25,9 @@ WHOLE_BODY = "@"
 
 
 class BadMessage(Exception):
-    """The body cannot be processed at all: not JSON, no usable key, a part to validate that
-    cannot be computed. Quarantined with ``reason``; the message is ours, free of body
-    values."""
+    """The body cannot be processed at all: not JSON, no match for the envelope, no usable
+    key, a part to validate that cannot be computed. Quarantined with ``reason``; the
+    message is ours, free of body values."""
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
@@ -51,13 +52,21 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: Powertools' JMESPath functions (``powertools_json``, ``powertools_base64``,
+#: ``powertools_base64_gzip``), available in the envelope, key and validate expressions.
+_OPTIONS = jmespath.Options(custom_functions=PowertoolsFunctions())
+
+
 class BodyReader:
     """Parses bodies with the compiled JMESPath expressions of one handler."""
 
-    def __init__(self, key: str, validate: str | None) -> None:
+    def __init__(self, key: str, validate: str | None, envelope: str | None = None) -> None:
         self._key = jmespath.compile(key)
         self._validate: ParsedResult | None = (
             jmespath.compile(validate) if validate is not None else None
+        )
+        self._envelope: ParsedResult | None = (
+            jmespath.compile(envelope) if envelope is not None else None
         )
 
     def read(self, raw_body: str) -> Parsed:
@@ -76,9 +85,13 @@ class BodyReader:
             raise BadMessage(c.REASON_INVALID_JSON, "body is nested too deeply") from None
         except Exception as error:
             raise BadMessage(c.REASON_INVALID_JSON, f"body is not JSON ({_name(error)})") from None
+        if self._envelope is not None:
+            body = self._unwrap(body)
         key = self._key_of(body)
         try:
-            validated = self._validate.search(body) if self._validate is not None else None
+            validated = (
+                self._validate.search(body, _OPTIONS) if self._validate is not None else None
+            )
         except Exception as error:
             raise BadMessage(
                 c.REASON_INVALID_PAYLOAD,
@@ -96,9 +109,23 @@ class BodyReader:
             ) from None
         return Parsed(body=body, key=str(key), payload_hash=payload_hash)
 
+    def _unwrap(self, body: Any) -> Any:
+        """What the envelope expression finds in the body: the payload that the key, the
+        validation and business code see."""
+        assert self._envelope is not None
+        try:
+            inner = self._envelope.search(body, _OPTIONS)
+        except Exception as error:
+            raise BadMessage(
+                c.REASON_INVALID_ENVELOPE, f"envelope failed on this body ({_name(error)})"
+            ) from None
+        if inner is None:
+            raise BadMessage(c.REASON_INVALID_ENVELOPE, "envelope matched nothing in this body")
+        return inner
+
     def _key_of(self, body: Any) -> str | int:
         try:
-            key = self._key.search(body) if isinstance(body, dict) else None
+            key = self._key.search(body, _OPTIONS) if isinstance(body, dict) else None
         except Exception as error:
             raise BadMessage(
                 c.REASON_INVALID_KEY, f"key expression failed on this body ({_name(error)})"

@@ -17,7 +17,7 @@ from once import constants as c
 from once.payload import BadMessage, BodyReader
 
 FIELDS = ("orderId", "tenant", "items", "a")
-READ_REASONS = {"INVALID_JSON", "INVALID_KEY", "INVALID_PAYLOAD"}
+READ_REASONS = {"INVALID_JSON", "INVALID_ENVELOPE", "INVALID_KEY", "INVALID_PAYLOAD"}
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -47,6 +47,13 @@ key_expressions = st.one_of(
     st.builds("{} | [0]".format, paths),
     st.text(max_size=20),  # anything at all; what does not compile is skipped
 )
+envelopes = st.one_of(
+    st.none(),
+    paths,
+    st.builds("powertools_json({})".format, paths),
+    st.builds("powertools_base64({})".format, paths),
+    st.builds("powertools_json(powertools_base64_gzip({}))".format, paths),
+)
 
 
 def compiled(expression: str) -> str:
@@ -58,11 +65,18 @@ def compiled(expression: str) -> str:
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(body=bodies, key=key_expressions, validate=st.one_of(st.none(), key_expressions))
+@given(
+    body=bodies,
+    key=key_expressions,
+    validate=st.one_of(st.none(), key_expressions),
+    envelope=envelopes,
+)
 def test_any_body_and_key_expression_give_a_readable_body_or_a_bad_message(
-    body: str, key: str, validate: str | None
+    body: str, key: str, validate: str | None, envelope: str | None
 ) -> None:
-    reader = BodyReader(compiled(key), compiled(validate) if validate is not None else None)
+    reader = BodyReader(
+        compiled(key), compiled(validate) if validate is not None else None, envelope
+    )
     try:
         parsed = reader.read(body)
     except BadMessage as bad:
