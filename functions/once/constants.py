@@ -70,6 +70,8 @@ REASON_INVALID_KEY: Final = "INVALID_KEY"
 REASON_INVALID_PAYLOAD: Final = "INVALID_PAYLOAD"
 REASON_CONFLICT: Final = "CONFLICT"
 REASON_PERMANENT_ERROR: Final = "PERMANENT_ERROR"
+#: Also the error stored on the record of a quarantined takeover.
+REASON_LEASE_EXPIRED: Final = "LEASE_EXPIRED"
 
 # --- Metric names (CloudWatch EMF), one per outcome ------------------------------------------
 METRIC_PROCESSED: Final = "Processed"
@@ -79,5 +81,6 @@ METRIC_CONFLICT: Final = "Conflict"
 METRIC_FAILED: Final = "Failed"
 METRIC_QUARANTINED: Final = "Quarantined"
 METRIC_LEASE_LOST: Final = "LeaseLost"
+METRIC_LEASE_EXPIRED: Final = "LeaseExpired"
 METRIC_TAKEOVER: Final = "Takeover"
 METRIC_DEADLINE: Final = "DeadlineSkipped"

@@ -57,6 +57,7 @@ class Handler:
         lock_timeout_s: int,
         max_workers: int,
         min_remaining_ms: int,
+        quarantine_takeovers: bool,
     ) -> None:
         self._process = process
         self._reader = reader
@@ -68,6 +69,7 @@ class Handler:
         self._lock_timeout_s = lock_timeout_s
         self._max_workers = max_workers
         self._min_remaining_ms = min_remaining_ms
+        self._quarantine_takeovers = quarantine_takeovers
         self._config: _Config | None = None
         self._store: RecordStore | None = None
         self._quarantine: Quarantine | None = None
@@ -160,6 +162,7 @@ class Handler:
                 lock_timeout_ms=self._lock_timeout_s * 1000,
                 min_remaining_ms=self._min_remaining_ms,
                 max_workers=self._max_workers,
+                quarantine_takeovers=self._quarantine_takeovers,
             )
             self._processor = BatchProcessor(
                 self._process, store, quarantine, self._reader, settings, logger
@@ -224,6 +227,7 @@ def make_handler(
     max_workers: int = c.DEFAULT_MAX_WORKERS,
     min_remaining_ms: int = c.DEFAULT_MIN_REMAINING_MS,
     envelope: str | None = None,
+    on_expired_lease: str = "run",
 ) -> Handler:
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
 
@@ -235,6 +239,14 @@ def make_handler(
     key, the validation and ``process`` all see the unwrapped body, so the same payload
     published twice is a duplicate. A body it does not match is quarantined
     (``INVALID_ENVELOPE``).
+
+    ``on_expired_lease="run"`` (the default) runs business code again when a claim takes
+    over an expired IN_PROGRESS lease (``attempt.takeover``; a downstream fence absorbs it).
+    ``"quarantine"`` is for effects that cannot be fenced: such a claim runs nothing, marks
+    the record FAILED (``LEASE_EXPIRED``) and sends the message to the DLQ with
+    ``once.reason=LEASE_EXPIRED``; once a person has checked the effect and redriven it, the
+    redriven message runs. A conservatively true takeover (a retried claim, see
+    ``Attempt.takeover``) is quarantined too.
     ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
     until its lease has ended, so a live claim never counts as absent.
     ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
@@ -245,6 +257,10 @@ def make_handler(
     warning: once business code has returned, its effect happened, and a record left FAILED
     would run it again on every redelivery.
     """
+    if on_expired_lease not in ("run", "quarantine"):
+        raise ValueError(
+            f'on_expired_lease must be "run" or "quarantine" (got {on_expired_lease!r})'
+        )
     if retention_s is not None and retention_s <= 0:
         raise ValueError(
             f"retention_s must be a positive number of seconds (got {retention_s}): a record "
@@ -261,4 +277,5 @@ def make_handler(
         lock_timeout_s=lock_timeout_s,
         max_workers=max_workers,
         min_remaining_ms=min_remaining_ms,
+        quarantine_takeovers=on_expired_lease == "quarantine",
     )

@@ -31,18 +31,20 @@ class Outcome(StrEnum):
     FAILED = "failed"  # transient failure: record FAILED, message retried
     QUARANTINED = "quarantined"  # permanent failure, sent to the DLQ and acknowledged
     LEASE_LOST = "lease_lost"  # a newer claim owns the key; nothing was overwritten
+    LEASE_EXPIRED = "lease_expired"  # a takeover under on_expired_lease="quarantine": in the DLQ
     DEADLINE = "deadline"  # not claimed: too little time left in the invocation
     SKIPPED = "skipped"  # FIFO: an earlier record of the same group failed
 
     @property
     def acknowledged(self) -> bool:
         """True when SQS may delete the message: it is done or it is in the DLQ. (A CONFLICT
-        whose quarantine failed is FAILED, so a CONFLICT is always in the DLQ.)"""
+        or LEASE_EXPIRED whose quarantine failed is FAILED, so both are always in the DLQ.)"""
         return self in (
             Outcome.PROCESSED,
             Outcome.DUPLICATE,
             Outcome.QUARANTINED,
             Outcome.CONFLICT,
+            Outcome.LEASE_EXPIRED,
         )
 
 
@@ -55,6 +57,7 @@ METRIC_NAMES: dict[Outcome, str] = {
     Outcome.FAILED: c.METRIC_FAILED,
     Outcome.QUARANTINED: c.METRIC_QUARANTINED,
     Outcome.LEASE_LOST: c.METRIC_LEASE_LOST,
+    Outcome.LEASE_EXPIRED: c.METRIC_LEASE_EXPIRED,
     Outcome.DEADLINE: c.METRIC_DEADLINE,
     Outcome.SKIPPED: c.METRIC_FAILED,
 }

@@ -33,6 +33,7 @@ from once.payload import (
     encode_result,
     unencodable_result,
 )
+from once.protocol import must_quarantine_takeover
 from once.quarantine import Quarantine
 from once.store import Claimed, RecordStore, Rejected
 
@@ -50,6 +51,8 @@ class Settings:
     lock_timeout_ms: int
     min_remaining_ms: int
     max_workers: int
+    #: on_expired_lease="quarantine": a takeover sends its message to the DLQ, runs nothing.
+    quarantine_takeovers: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ class BatchProcessor:
     def _follow(self, item: _Item, leader: Handled) -> Handled:
         """Same key, same payload, same batch: no write, the leader's outcome decides."""
         assert item.parsed is not None
-        if leader.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT):
+        if leader.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT, Outcome.LEASE_EXPIRED):
             return self._quarantined(
                 item.record,
                 item.parsed.key,
@@ -195,7 +198,31 @@ class BatchProcessor:
                     fence=claim.record.fence,
                 )
             return Handled(message_id, claim.outcome, parsed.key, claim.record.fence)
+        if self._settings.quarantine_takeovers and must_quarantine_takeover(
+            takeover=claim.takeover, previous=claim.previous, reviewed=_reviewed(record)
+        ):
+            return self._quarantine_takeover(record, parsed, record_id, claim)
         return self._execute(record, parsed, record_id, claim)
+
+    def _quarantine_takeover(
+        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
+    ) -> Handled:
+        """Mark the record FAILED (fenced), then send the message to the DLQ for review."""
+        held = Handled(
+            record.message_id, Outcome.LEASE_EXPIRED, parsed.key, claim.fence, claim.takeover
+        )
+        written = self._finalize(self._store.fail, record_id, claim, c.REASON_LEASE_EXPIRED)
+        if not written:
+            return _replace(held, _unfinished(written))
+        return self._quarantined(
+            record,
+            parsed.key,
+            c.REASON_LEASE_EXPIRED,
+            "an earlier claim expired mid-flight; business code was not run",
+            outcome=Outcome.LEASE_EXPIRED,
+            fence=claim.fence,
+            takeover=claim.takeover,
+        )
 
     def _execute(
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
@@ -291,6 +318,15 @@ class BatchProcessor:
                 "reason": handled.reason,
             },
         )
+
+
+def _reviewed(record: SQSRecord) -> bool:
+    """Redriven from the DLQ after a person reviewed a quarantined takeover."""
+    attributes = record.message_attributes
+    return (
+        c.QUARANTINE_ATTR_REASON in attributes
+        and attributes[c.QUARANTINE_ATTR_REASON].string_value == c.REASON_LEASE_EXPIRED
+    )
 
 
 def _class(error: BaseException) -> str:

@@ -71,3 +71,21 @@ def claim_expires_at(now_ms: int, lease_ms: int, retention_s: int) -> int:
     than the lease would otherwise let a second claim in while the first is still live."""
     lease_end_s = -(-(now_ms + lease_ms) // 1000)  # rounded up
     return max(now_ms // 1000 + retention_s, lease_end_s + 1)
+
+
+def must_quarantine_takeover(*, takeover: bool, previous: Record | None, reviewed: bool) -> bool:
+    """Under ``on_expired_lease="quarantine"``: whether a claim that went through must send
+    its message to the DLQ instead of running business code.
+
+    A takeover must, and so must a claim of a record that an earlier such quarantine marked
+    FAILED (``LEASE_EXPIRED``) when its DLQ send failed. A message that a person redrove
+    from the DLQ after review (it carries ``once.reason=LEASE_EXPIRED``) runs.
+    """
+    if reviewed:
+        return False
+    unsent = (
+        previous is not None
+        and previous.status == c.STATUS_FAILED
+        and previous.error == c.REASON_LEASE_EXPIRED
+    )
+    return takeover or unsent

@@ -120,18 +120,21 @@ def test_any_other_refused_complete_is_a_lost_lease(old: Record | None) -> None:
 
 
 def test_only_done_or_quarantined_records_are_acknowledged() -> None:
-    # A CONFLICT is an outcome only once its copy is in the DLQ (else it is FAILED).
+    # CONFLICT and LEASE_EXPIRED are outcomes only once their copy is in the DLQ (else the
+    # record is FAILED).
     assert {o for o in Outcome if o.acknowledged} == {
         Outcome.PROCESSED,
         Outcome.DUPLICATE,
         Outcome.QUARANTINED,
         Outcome.CONFLICT,
+        Outcome.LEASE_EXPIRED,
     }
 
 
 def test_every_outcome_is_counted_by_a_metric() -> None:
     assert set(METRIC_NAMES) == set(Outcome)
     assert METRIC_NAMES[Outcome.LEASE_LOST] == "LeaseLost"
+    assert METRIC_NAMES[Outcome.LEASE_EXPIRED] == "LeaseExpired"
     assert METRIC_NAMES[Outcome.DUPLICATE] == "Duplicate"
 
 
