@@ -45,6 +45,9 @@ DEFAULT_LEASE_MARGIN_S: Final = 10
 DEFAULT_LOCK_TIMEOUT_S: Final = 900
 DEFAULT_MAX_WORKERS: Final = 10
 DEFAULT_MIN_REMAINING_MS: Final = 500
+#: Retry backoff through the visibility timeout: min(max, base * 2**(receives - 1)) s.
+DEFAULT_BACKOFF_BASE_S: Final = 2
+DEFAULT_BACKOFF_MAX_S: Final = 300
 DAY_S: Final = 86_400
 #: SQS keeps a message 4 days unless told otherwise.
 DEFAULT_SOURCE_RETENTION_S: Final = 4 * DAY_S

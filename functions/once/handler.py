@@ -2,8 +2,9 @@
 
 It resolves the configuration at the first invocation (arguments first, then environment
 variables, then the defaults in ``constants``), so that a module-level handler can be
-imported before its environment exists. It creates the AWS clients once per process, and
-returns the partial batch response. The handler raises only for a broken configuration; a
+imported before its environment exists. It creates the AWS clients once per process,
+returns the partial batch response, and sets when the records it reports failed come back
+(``visibility.py``). The handler raises only for a broken configuration; a
 record-level problem always becomes an entry in ``batchItemFailures`` (or an
 acknowledgment). ``Handler.bind`` runs it with a record store or quarantine of the caller's
 choosing instead of the ones built from the configuration.
@@ -21,12 +22,14 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSEvent
 from botocore.config import Config
 
 from once import constants as c
+from once.backoff import Backoff
 from once.models import METRIC_NAMES
 from once.observability import logger, publish, subsegment
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
 from once.quarantine import Quarantine
 from once.store import RecordStore
+from once.visibility import Visibility
 
 _FROM_ENV: Any = object()
 
@@ -58,6 +61,7 @@ class Handler:
         max_workers: int,
         min_remaining_ms: int,
         quarantine_takeovers: bool,
+        backoff: Backoff | None,
     ) -> None:
         self._process = process
         self._reader = reader
@@ -70,6 +74,8 @@ class Handler:
         self._max_workers = max_workers
         self._min_remaining_ms = min_remaining_ms
         self._quarantine_takeovers = quarantine_takeovers
+        self._backoff = backoff
+        self._visibility: Visibility | None = None
         self._config: _Config | None = None
         self._store: RecordStore | None = None
         self._quarantine: Quarantine | None = None
@@ -151,11 +157,12 @@ class Handler:
                     retention_s=config.retention_s,
                 )
             quarantine = self._quarantine
+            needs_sqs = self._backoff is not None or (quarantine is None and config.dlq_url)
+            sqs = boto3.client("sqs", config=client_config) if needs_sqs else None
             if quarantine is None:
-                quarantine = Quarantine(
-                    boto3.client("sqs", config=client_config) if config.dlq_url else None,
-                    config.dlq_url,
-                )
+                quarantine = Quarantine(sqs if config.dlq_url else None, config.dlq_url)
+            if self._backoff is not None:
+                self._visibility = Visibility(sqs, self._backoff, logger)
             settings = Settings(
                 key_prefix=config.key_prefix,
                 lease_margin_ms=self._lease_margin_s * 1000,
@@ -190,6 +197,8 @@ class Handler:
             )
             return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in records]}
         publish((METRIC_NAMES[h.outcome], h.takeover) for h in handled)
+        if self._visibility is not None:
+            self._visibility.delay(records, handled)
         return {
             "batchItemFailures": [
                 {"itemIdentifier": h.message_id} for h in handled if not h.outcome.acknowledged
@@ -228,6 +237,8 @@ def make_handler(
     min_remaining_ms: int = c.DEFAULT_MIN_REMAINING_MS,
     envelope: str | None = None,
     on_expired_lease: str = "run",
+    backoff_base_s: int | None = c.DEFAULT_BACKOFF_BASE_S,
+    backoff_max_s: int | None = c.DEFAULT_BACKOFF_MAX_S,
 ) -> Handler:
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
 
@@ -247,6 +258,13 @@ def make_handler(
     ``once.reason=LEASE_EXPIRED``; once a person has checked the effect and redriven it, the
     redriven message runs. A conservatively true takeover (a retried claim, see
     ``Attempt.takeover``) is quarantined too.
+
+    A record reported in ``batchItemFailures`` comes back after
+    ``min(backoff_max_s, backoff_base_s * 2**(n-1))`` s, n its ApproximateReceiveCount; a
+    BUSY one no later than the holder's lease ends (+1 s). They are set with
+    ``ChangeMessageVisibilityBatch`` on the source queue (its URL from ``eventSourceARN``,
+    on the SQS client's endpoint); a change that fails is logged and changes nothing else.
+    ``None`` for either turns backoff off: the queue's visibility timeout applies.
     ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
     until its lease has ended, so a live claim never counts as absent.
     ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
@@ -278,4 +296,9 @@ def make_handler(
         max_workers=max_workers,
         min_remaining_ms=min_remaining_ms,
         quarantine_takeovers=on_expired_lease == "quarantine",
+        backoff=(
+            Backoff(backoff_base_s, backoff_max_s)
+            if backoff_base_s is not None and backoff_max_s is not None
+            else None
+        ),
     )

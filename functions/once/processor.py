@@ -65,6 +65,8 @@ class Handled:
     fence: int | None = None
     takeover: bool = False
     reason: str | None = None
+    #: BUSY: how long the holder's lease still ran when the claim was refused.
+    holder_remaining_ms: int | None = None
 
 
 @dataclass
@@ -173,7 +175,13 @@ class BatchProcessor:
                 outcome=leader.outcome,
             )
         outcome = _FOLLOW.get(leader.outcome, leader.outcome)
-        return Handled(item.record.message_id, outcome, item.parsed.key, leader.fence)
+        return Handled(
+            item.record.message_id,
+            outcome,
+            item.parsed.key,
+            leader.fence,
+            holder_remaining_ms=leader.holder_remaining_ms,
+        )
 
     def _claim_and_run(self, record: SQSRecord, parsed: Parsed, context: Any) -> Handled:
         message_id = record.message_id
@@ -197,7 +205,13 @@ class BatchProcessor:
                     outcome=Outcome.CONFLICT,
                     fence=claim.record.fence,
                 )
-            return Handled(message_id, claim.outcome, parsed.key, claim.record.fence)
+            return Handled(
+                message_id,
+                claim.outcome,
+                parsed.key,
+                claim.record.fence,
+                holder_remaining_ms=claim.holder_remaining_ms,
+            )
         if self._settings.quarantine_takeovers and must_quarantine_takeover(
             takeover=claim.takeover, previous=claim.previous, reviewed=_reviewed(record)
         ):

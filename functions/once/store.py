@@ -79,6 +79,16 @@ class Rejected:
 
     outcome: Outcome
     record: Record
+    #: The store's clock when the claim was refused (epoch ms): with the record's lease,
+    #: how long a BUSY key stays held.
+    at_ms: int
+
+    @property
+    def holder_remaining_ms(self) -> int | None:
+        """How long the holder's lease still runs (None: no lease on the record)."""
+        if self.record.lease_expires_at is None:
+            return None
+        return self.record.lease_expires_at - self.at_ms
 
 
 class RecordStore:
@@ -138,7 +148,7 @@ class RecordStore:
             # the record is ours; what it replaced is no longer visible.
             takeover = is_takeover(old, retried=True)
             return Claimed(owner=me, fence=old.fence, takeover=takeover, previous=None)
-        return Rejected(outcome=Outcome(verdict.value), record=old)
+        return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
 
     def complete(self, record_id: str, claim: Claimed, result: str) -> bool:
         """Mark the record COMPLETED with its result. False: the lease was lost."""
