@@ -32,6 +32,7 @@ demo: setup
 lint: .venv/.installed
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check functions oncecli infra tests app.py
+	.venv/bin/mypy
 
 # DynamoDB Local cannot choose its listen address, so the suite runs in a private network
 # namespace with loopback up (the chaos and DynamoDB Local tests check that they are in one).

@@ -130,6 +130,7 @@ def function_code() -> lambda_.Code:
         asset_hash_type=cdk.AssetHashType.OUTPUT,
         bundling=cdk.BundlingOptions(
             image=cdk.DockerImage.from_registry("unused"),
-            local=LocalPipBundling(),
+            # jsii hands the options over positionally; the stub spells them as keywords.
+            local=LocalPipBundling(),  # type: ignore[arg-type]
         ),
     )

@@ -1,1 +1,3 @@
-"""Tooling around the once layer: the demo, the local cloud and the `once` command."""
+"""The ``once`` command: ``cli`` parses, ``operate`` works on a deployed stack, and the
+packages do the rest: ``localcloud`` (the stack on this machine), ``demo``, ``chaos`` (the
+fault-injection harness) and ``bench`` (the benchmarks)."""

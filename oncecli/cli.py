@@ -2,7 +2,7 @@
 ``chaos``.
 
 Why one thin module: argument parsing, exit codes and signal handling live here; the work
-lives in ``demo``, ``localcloud`` and ``commands``. Expected failures are ``CliError``s,
+lives in ``demo``, ``localcloud`` and ``operate``. Expected failures are ``CliError``s,
 printed as one line with their own exit code (see ``errors``).
 """
 
@@ -17,9 +17,11 @@ from types import FrameType
 
 from rich.console import Console
 
-from oncecli import localcloud
 from oncecli.chaos.command import add_parser as add_chaos_parser
 from oncecli.errors import CliError, DemoFailed
+from oncecli.localcloud import cloud
+from oncecli.localcloud.template import STACK_NAME
+from oncecli.project import BUILD_DIR
 
 # The demo, the report and the commands import the once layer, whose logger reads its level
 # from the environment when first imported. Worker processes (multiprocessing "spawn")
@@ -47,7 +49,7 @@ def _context(pairs: list[str] | None) -> dict[str, str]:
 def _local_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
-        choices=localcloud.ENGINES,
+        choices=cloud.ENGINES,
         default="moto",
         help="where the tables live (SQS is always moto); default moto",
     )
@@ -140,8 +142,8 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def _demo(args: argparse.Namespace, argv: list[str], console: Console) -> int:
-    from oncecli import report
-    from oncecli.demo import DemoOptions, run
+    from oncecli.demo import verdict
+    from oncecli.demo.drive import DemoOptions, run
 
     options = DemoOptions(
         messages=args.messages,
@@ -156,45 +158,45 @@ def _demo(args: argparse.Namespace, argv: list[str], console: Console) -> int:
         seed=args.seed,
     )
     result = run(options, argv, console)
-    report.render(result, console)
+    verdict.render(result, console)
     if options.json_path:
-        report.write_json(result, options.json_path)
+        verdict.write_json(result, options.json_path)
     if result["lost"] or not result["ledger_ok"]:
         raise DemoFailed(f"{result['lost']} messages lost, ledger_ok={result['ledger_ok']}")
     return 0
 
 
 def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
-    cloud = localcloud.start(
+    local = cloud.start(
         args.engine, argv, assembly=args.template_dir, context=_context(args.context)
     )
     try:
-        for note in cloud.notes:
+        for note in local.notes:
             console.print(f"  local patch: {note}")
         console.print(
-            f"[bold]{localcloud.STACK_NAME}[/] is up: --endpoint-url "
-            f"{cloud.endpoints['sqs']}"
+            f"[bold]{STACK_NAME}[/] is up: --endpoint-url "
+            f"{local.endpoints['sqs']}"
             + (
-                f" --dynamodb-endpoint-url {cloud.endpoints['dynamodb']}"
-                if cloud.endpoints["dynamodb"] != cloud.endpoints["sqs"]
+                f" --dynamodb-endpoint-url {local.endpoints['dynamodb']}"
+                if local.endpoints["dynamodb"] != local.endpoints["sqs"]
                 else ""
             )
         )
-        for key, value in cloud.outputs.items():
+        for key, value in local.outputs.items():
             console.print(f"  {key} = {value}")
         sys.stdout.flush()
         mapping = None
         if not args.no_mapping:
-            from oncecli.mapping import Mapping
+            from oncecli.localcloud.mapping import Mapping
 
-            config = cloud.mapping_config()
+            config = local.mapping_config()
             mapping = Mapping(
                 config,
-                cloud.function_config(),
-                sqs_factory=lambda: cloud.client("sqs"),
+                local.function_config(),
+                sqs_factory=lambda: local.client("sqs"),
                 workers=args.workers or config.max_concurrency or 2,
-                env=cloud.worker_env(),
-                log_path=str(localcloud.BUILD_DIR / "workers.log"),
+                env=local.worker_env(),
+                log_path=str(BUILD_DIR / "workers.log"),
             ).start()
             console.print(f"mapping running with {mapping.concurrency} workers; Ctrl-C stops")
         sys.stdout.flush()
@@ -206,7 +208,7 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
             if mapping is not None:
                 mapping.stop()
     finally:
-        cloud.stop()
+        local.stop()
     return 0
 
 
@@ -226,9 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "chaos":
             code = args.func(args)
         else:
-            from oncecli import commands
+            from oncecli import operate
 
-            code = commands.dispatch(args, console)
+            code = operate.dispatch(args, console)
     except CliError as error:
         err.print(f"[bold red]once {args.command}:[/] {error}")
         code = error.exit_code

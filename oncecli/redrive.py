@@ -10,17 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def dlq_depth(sqs: Any, dlq_url: str) -> int:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"])
+from oncecli.aws import queue_depth
 
 
 def move(sqs: Any, dlq_url: str, source_url: str, limit: int | None = None) -> int:
     """Move at most ``limit`` messages (default: the DLQ's depth now); returns how many."""
-    budget = dlq_depth(sqs, dlq_url) if limit is None else limit
+    budget = queue_depth(sqs, dlq_url).visible if limit is None else limit
     moved = 0
     while moved < budget:
         messages = sqs.receive_message(

@@ -217,7 +217,7 @@ class RecordStore:
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
-            item = error.response.get("Item")
+            item: Any = error.response.get("Item")  # the old item: ALL_OLD
             return (Record.from_item(item) if item else None), True
         item = response.get("Attributes")
         return (Record.from_item(item) if item else None), False

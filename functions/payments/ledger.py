@@ -84,7 +84,7 @@ class Ledger:
         if not reasons or reasons[0].get("Code") != "ConditionalCheckFailed":
             return None
         if reasons[0].get("Item"):
-            return reasons[0]["Item"]
+            return dict(reasons[0]["Item"])
         response = self._client.get_item(
             TableName=self._table,
             Key={c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id}},

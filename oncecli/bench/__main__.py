@@ -27,10 +27,10 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from oncecli.bench import coldstart, run, throughput
-from oncecli.bench.engine import ENGINES, in_private_netns, netns_argv
 from oncecli.bench.report import machine, render
+from oncecli.localcloud.engines import ENGINES, in_private_netns, netns_argv
+from oncecli.project import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 ALL_SECTIONS = ("work", "latency", "profile", "coldstart", "throughput")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "once-bench"
 

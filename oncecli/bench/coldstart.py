@@ -20,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from oncecli.aws import local_env
+from oncecli.project import ROOT
+
 FUNCTIONS = ROOT / "functions"
 LAMBDAS = Path(__file__).resolve().parent / "lambdas"
 MODULES = {
@@ -48,9 +50,7 @@ def _env(functions: Path) -> dict[str, str]:
     env.update(
         {
             "PYTHONPATH": f"{functions}{os.pathsep}{LAMBDAS}",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_ACCESS_KEY_ID": "bench",
-            "AWS_SECRET_ACCESS_KEY": "bench",
+            **local_env(),
             "POWERTOOLS_SERVICE_NAME": "payments",
             "IDEMPOTENCY_TABLE_NAME": "idem",
             "LEDGER_TABLE_NAME": "ledger",

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from oncecli.bench.subjects import Context, Subjects, body, business, new_keys, sqs_event
+from oncecli.bench.subjects import Subjects, body, business, context, new_keys, sqs_event
 
 COMPARED = ("once", "powertools")
 #: The tuning goal's cell: 10 new keys, 10 ms per call, 20 ms of business time.
@@ -60,7 +60,7 @@ def _timed(handler: Callable[..., dict[str, Any]], size: int) -> tuple[float, fl
     event = sqs_event([body(k) for k in new_keys(size)])
     cpu = time.process_time()
     start = time.perf_counter()
-    response = handler(event, Context())
+    response = handler(event, context())
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu
     if response["batchItemFailures"]:

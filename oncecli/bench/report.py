@@ -359,10 +359,10 @@ def render(results: dict[str, Any], docs: Path, console: Console) -> str:
 Measured by `make bench` (`{meta["command"]}`), scale `{meta["scale"]}`, in
 {meta["seconds"]:.0f} s on {meta["machine"]}. Every comparison runs `once` and the
 Powertools consumer written the documented way (`idempotent_function` +
-`BatchProcessor(EventType.SQS)` + `process_partial_response`, in `oncecli/peers/`) in the
+`BatchProcessor(EventType.SQS)` + `process_partial_response`, in `oncecli/chaos/peers/`) in the
 same run, on the same engine, with the same round trip injected at the client (a botocore
 `before-send` hook that sleeps before every DynamoDB call) and the same business function.
-The naive pattern (`oncecli/peers/naive.py`) joins the DynamoDB work table.
+The naive pattern (`oncecli/chaos/peers/naive.py`) joins the DynamoDB work table.
 """)
     page.text(
         "## Tuning goals\n\nBatch time: a batch of 10 new keys, 10 ms per DynamoDB call, "

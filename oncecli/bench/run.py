@@ -14,10 +14,11 @@ import sys
 import time
 from typing import Any
 
+from oncecli.aws import local_env
 from oncecli.bench import latency, profile, work
-from oncecli.bench.engine import ENGINES, running
 from oncecli.bench.subjects import Subjects
 from oncecli.bench.wire import Wire
+from oncecli.localcloud.engines import ENGINES, engine_named
 
 SECTIONS = ("work", "latency", "profile")
 
@@ -38,7 +39,8 @@ def steps(sections: list[str], scale: str) -> int:
 
 def measure(engine: str, sections: list[str], scale: str) -> dict[str, Any]:
     results: dict[str, Any] = {"engine": engine, "scale": scale}
-    with running(engine) as eng:
+    os.environ.update({k: v for k, v in local_env().items() if k not in os.environ})
+    with engine_named(engine) as eng:
         os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = eng.endpoint
         # Capacity is asked for only in the work section: it changes the request a little.
         subjects = Subjects(Wire(capacity="work" in sections))

@@ -14,28 +14,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import once
-from oncecli.bench.engine import create_table
+from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, create_table
 from oncecli.bench.wire import Wire
-from oncecli.peers import naive, powertools
+from oncecli.chaos.peers import naive, powertools
+from oncecli.localcloud.invocation import LambdaContext
 
 CONSUMERS = ("once", "powertools", "naive")
 TABLES = {name: f"bench-{name}" for name in CONSUMERS}
+#: once's record key prefix in the benchmarks.
+KEY_PREFIX = "bench"
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
-class Context:
-    """The part of a Lambda context the consumers read."""
-
-    function_name = "bench"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:bench"
-
-    def __init__(self, timeout_ms: int = 300_000) -> None:
-        self.aws_request_id = uuid.uuid4().hex
-        self._deadline = time.monotonic() + timeout_ms / 1000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
+def context(timeout_s: float = 300.0) -> LambdaContext:
+    """The Lambda context the consumers are invoked with."""
+    return LambdaContext.starting_now("bench", timeout_s, memory_mb=1024)
 
 
 def business(ms: float) -> Callable[[Any, Any], Any]:
@@ -78,8 +71,8 @@ def sqs_event(bodies: Sequence[str]) -> dict[str, Any]:
                 "messageAttributes": {},
                 "md5OfBody": "",
                 "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:payments",
-                "awsRegion": "us-east-1",
+                "eventSourceARN": f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:payments",
+                "awsRegion": LOCAL_REGION,
             }
             for text in bodies
         ]
@@ -91,7 +84,7 @@ def invoke(handler: Handler, bodies: Sequence[str]) -> dict[str, Any]:
     counts as every record reported failed, as SQS takes it."""
     event = sqs_event(bodies)
     try:
-        return handler(event, Context())
+        return handler(event, context())
     except Exception:
         return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]]}
 
@@ -117,7 +110,7 @@ class Subjects:
                 process,
                 key="paymentId",
                 table_name=TABLES["once"],
-                key_prefix="bench",
+                key_prefix=KEY_PREFIX,
                 dlq_url=None,
             )
         if name == "powertools":

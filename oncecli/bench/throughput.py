@@ -20,9 +20,10 @@ import time
 import uuid
 from typing import Any
 
+from oncecli.localcloud.engines import ENGINES
+
 WORKERS = {"smoke": (1,), "goal": (1,), "quick": (1, 2), "full": (1, 2, 4)}
 MESSAGES = {"smoke": 20, "goal": 100, "quick": 100, "full": 300}
-ENGINES = ("moto", "dynamodb-local")
 
 
 def steps(scale: str) -> int:
@@ -70,7 +71,7 @@ def _drain(cloud: Any, workers: int, messages: int, timeout_s: float) -> dict[st
 
 
 def measure(engine: str, scale: str) -> list[dict[str, Any]]:
-    from oncecli.localcloud import LocalCloud
+    from oncecli.localcloud.cloud import LocalCloud
 
     top = max(WORKERS[scale])
     rows = []

@@ -20,8 +20,10 @@ from decimal import Decimal
 from typing import Any
 
 from once import constants as c
+from oncecli.aws import record_id
 from oncecli.bench.subjects import (
     CONSUMERS,
+    KEY_PREFIX,
     TABLES,
     Subjects,
     body,
@@ -194,7 +196,9 @@ def record_sizes(subjects: Subjects) -> dict[str, Any]:
         new = _measure(subjects, rejections, lambda h=handler, k=key: invoke(h, [body(k)]), 1)
         dup = _measure(subjects, rejections, lambda h=handler, k=key: invoke(h, [body(k)]), 1)
         item = subjects.wire.client().get_item(
-            TableName=TABLES["once"], Key={"id": {"S": f"bench#{key}"}}, ConsistentRead=True
+            TableName=TABLES["once"],
+            Key={"id": {"S": record_id(KEY_PREFIX, key)}},
+            ConsistentRead=True,
         )["Item"]
         capped.append(
             {

@@ -16,9 +16,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from oncecli import engines
-from oncecli.chaos import report
+from oncecli.chaos import summary
 from oncecli.chaos.harness import DEFAULT_RATES, IMPLEMENTATIONS, Endpoints, Run, chaos
+from oncecli.localcloud import engines
 
 #: The per-fault sweep: each fault kind alone (rates of the others at zero).
 SINGLE_FAULTS: dict[str, dict[str, float]] = {
@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "chaos", help="fault-injection harness: once vs Powertools vs the naive pattern"
     )
-    parser.add_argument("--engine", choices=["dynamodb-local", "moto"], default="dynamodb-local")
+    parser.add_argument("--engine", choices=engines.ENGINES, default="dynamodb-local")
     parser.add_argument("--deliveries", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=4)
@@ -81,16 +81,16 @@ def run(args: argparse.Namespace) -> int:
                 args, impls, Endpoints(moto.endpoint, moto.endpoint), console
             )
     out = Console()
-    report.show(runs, out)
+    summary.show(runs, out)
     if per_fault and args.per_fault:
-        report.plot(per_fault, args.per_fault)
+        summary.plot(per_fault, args.per_fault)
         out.print(f"plot written to {args.per_fault}")
     if args.json:
-        doc = report.document(
+        doc = summary.document(
             runs,
             engine=args.engine,
             seed=args.seed,
-            per_fault={k: report.document(v) for k, v in per_fault.items()},
+            per_fault={k: summary.document(v) for k, v in per_fault.items()},
         )
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     broken = [r.impl for r in runs if r.impl == "once" and (sum(r.violations.values()) or r.lost)]

@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import boto3
-
 from oncecli import redrive
+from oncecli.aws import create_table, local_client, queue_depth
 from oncecli.chaos import invariants
+from oncecli.chaos.traffic import HID, Workload, build
 from oncecli.chaos.worker import WorkerSpec, run
-from oncecli.chaos.workload import HID, Workload, build
-from oncecli.localcloud import LOCAL_CREDENTIALS, REGION
+from oncecli.ledger import read_ledger
 
 IMPLEMENTATIONS = ("once", "powertools", "naive")
 #: A Lambda function timeout short enough for leases to run out within a run.
@@ -35,10 +34,8 @@ TIMEOUT_S = 3.0
 VISIBILITY_S = 5
 MAX_RECEIVE = 5
 PAUSE_S = 6.0  # longer than once's lease (timeout + 1 s margin) and Powertools' (timeout)
-MAX_SKEW_S = 0.4
-BACKLOG = (
-    300  # messages kept in the queue while the producer feeds it  # within once's 1 s lease margin
-)
+MAX_SKEW_S = 0.4  # within once's 1 s lease margin
+BACKLOG = 300  # messages kept in the queue while the producer feeds it
 TTL_ATTRIBUTES = {
     "once": "expires_at",
     "once-unfenced": "expires_at",
@@ -52,12 +49,6 @@ DEFAULT_RATES = {
     "pause": 0.003,
     "throttle": 0.03,
     "lost_response": 0.03,
-}
-
-
-LOCAL_KEYS = {
-    "aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-    "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
 }
 
 
@@ -93,12 +84,8 @@ class Endpoints:
 
 
 def _clients(endpoints: Endpoints) -> tuple[Any, Any]:
-    """Clients of the local engines, which take any credentials in any region."""
-    local = {"region_name": REGION, **LOCAL_KEYS}
-    return (
-        boto3.client("sqs", endpoint_url=endpoints.sqs, **local),
-        boto3.client("dynamodb", endpoint_url=endpoints.dynamodb, **local),
-    )
+    """Clients of the local engines."""
+    return local_client("sqs", endpoints.sqs), local_client("dynamodb", endpoints.dynamodb)
 
 
 def _make_resources(impl: str, tag: str, endpoints: Endpoints) -> tuple[str, str, dict]:
@@ -118,12 +105,7 @@ def _make_resources(impl: str, tag: str, endpoints: Endpoints) -> tuple[str, str
     )["QueueUrl"]
     tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
     for name in tables.values():
-        ddb.create_table(
-            TableName=name,
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        )
+        create_table(ddb, name)
     ddb.update_time_to_live(
         TableName=tables["idempotency"],
         TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTES[impl]},
@@ -145,16 +127,6 @@ def _send(sqs: Any, queue: str, sends: list[Any]) -> None:
                 for i, s in enumerate(chunk)
             ],
         )
-
-
-def _depth(sqs: Any, queue: str) -> int:
-    attrs = sqs.get_queue_attributes(
-        QueueUrl=queue,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return int(attrs["ApproximateNumberOfMessages"]) + int(
-        attrs["ApproximateNumberOfMessagesNotVisible"]
-    )
 
 
 def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
@@ -189,22 +161,6 @@ def _drain_dlq(sqs: Any, dlq: str) -> set[str]:
             for m in messages
             if HID in (m.get("MessageAttributes") or {})
         }
-
-
-def _ledger(ddb: Any, table: str) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
-    entries: dict[str, dict[str, Any]] = {}
-    balances: dict[str, int] = {}
-    for page in ddb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
-        for item in page["Items"]:
-            ident = item["id"]["S"]
-            if ident.startswith("payment#"):
-                entries[ident.removeprefix("payment#")] = {
-                    "account": item["account"]["S"],
-                    "amount": int(item["amount"]["N"]),
-                }
-            else:
-                balances[ident.removeprefix("account#")] = int(item["balance"]["N"])
-    return entries, balances
 
 
 class Supervisor:
@@ -286,7 +242,7 @@ def run_consumer(
             quiet = 0
             last_sweep = time.monotonic()
             while pending or quiet < 3:
-                depth = _depth(sqs, queue)
+                depth = queue_depth(sqs, queue).total
                 if pending and depth < BACKLOG:
                     # Feed the queue as it drains: moto's receive slows with a deep queue.
                     _send(sqs, queue, pending[:100])
@@ -329,15 +285,18 @@ def run_consumer(
 def _final_state(
     work: Workload, sqs: Any, ddb: Any, dlq: str, tables: dict[str, str]
 ) -> invariants.FinalState:
-    entries, balances = _ledger(ddb, tables["ledger"])
+    ledger = read_ledger(ddb, tables["ledger"])
     return invariants.FinalState(
         sent={s.hid for s in work.sends},
         in_dlq=_drain_dlq(sqs, dlq),
         poison={s.hid for s in work.sends if s.kind == "poison"},
         payments=work.payments,
         hid_keys={s.hid: s.key for s in work.sends if s.kind != "poison"},
-        ledger_entries=entries,
-        balances=balances,
+        ledger_entries={
+            key: {"account": account, "amount": amount}
+            for key, (account, amount) in ledger.entries.items()
+        },
+        balances=ledger.balances,
     )
 
 

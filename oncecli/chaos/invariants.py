@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 Event = dict[str, Any]
@@ -49,7 +49,6 @@ class FinalState:
     hid_keys: dict[str, str]  # harness id -> paymentId (for valid payments)
     ledger_entries: dict[str, dict[str, Any]]  # paymentId -> ledger entry
     balances: dict[str, int]  # account -> balance
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _by(events: Iterable[Event], kind: str) -> list[Event]:

@@ -26,8 +26,6 @@ from typing import Any
 
 import botocore.handlers
 
-FAULT_KINDS = ("kill_after_claim", "kill_after_effect", "kill_before_finalize", "pause")
-
 
 class History:
     """Appends events as JSON lines; each line is one ``write``, so a SIGKILL loses none."""

@@ -1,6 +1,6 @@
 """One harness worker: a real process that polls the queue like the event source mapping,
 runs one consumer under test with the probe and the client faults installed, and applies
-AWS's partial batch response rules (``oncecli.batchrules``).
+AWS's partial batch response rules (``oncecli.localcloud.batchrules``).
 
 A worker may be killed (SIGKILL) or stopped (SIGSTOP) by its own probe at any moment; its
 in-flight messages then come back after the visibility timeout, as in Lambda.
@@ -14,17 +14,17 @@ import os
 import random
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from oncecli.batchrules import decide
+from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_env
 from oncecli.chaos.probe import History, Probe
-from oncecli.chaos.workload import HID
-from oncecli.localcloud import ACCOUNT, LOCAL_CREDENTIALS, REGION
-from oncecli.mapping import event_record
+from oncecli.chaos.traffic import HID
+from oncecli.localcloud.batchrules import decide
+from oncecli.localcloud.invocation import LambdaContext
+from oncecli.localcloud.mapping import event_record
 
 
 @dataclass(frozen=True)
@@ -45,21 +45,6 @@ class WorkerSpec:
     pause_s: float
     timeout_s: float
     batch_size: int
-
-
-class _Context:
-    """A Lambda context whose clock runs out at the function timeout."""
-
-    def __init__(self, timeout_s: float, name: str) -> None:
-        self._deadline = time.monotonic() + timeout_s
-        self.aws_request_id = uuid.uuid4().hex
-        self.function_name = name
-        self.function_version = "$LATEST"
-        self.memory_limit_in_mb = 256
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 def _skew_clock(skew_s: float) -> None:
@@ -109,10 +94,10 @@ def _handler(spec: WorkerSpec, process: Any) -> Any:
             handler.bind(store=UnfencedRecordStore(client, table, retention_s=handler.retention_s))
         return handler
     if spec.impl == "powertools":
-        from oncecli.peers.powertools import make_handler as powertools_handler
+        from oncecli.chaos.peers.powertools import make_handler as powertools_handler
 
         return powertools_handler(process, table_name=table)
-    from oncecli.peers.naive import make_handler as naive_handler
+    from oncecli.chaos.peers.naive import make_handler as naive_handler
 
     return naive_handler(process, table_name=table)
 
@@ -121,8 +106,7 @@ def run(spec: WorkerSpec) -> None:
     """The worker's main loop; returns only when the harness kills it."""
     os.environ.update(
         {
-            **LOCAL_CREDENTIALS,
-            "AWS_DEFAULT_REGION": REGION,
+            **local_env(),
             "AWS_ENDPOINT_URL_DYNAMODB": spec.dynamodb_endpoint,
             "AWS_ENDPOINT_URL_SQS": spec.sqs_endpoint,
             "LEDGER_TABLE_NAME": spec.tables["ledger"],
@@ -137,7 +121,7 @@ def run(spec: WorkerSpec) -> None:
     _skew_clock(spec.skew_s)
     rng = random.Random(f"{spec.seed}-{spec.worker}")
     history = History(spec.history_path, spec.worker)
-    from oncecli.faults import Injector
+    from oncecli.chaos.faults import Injector
 
     faults = Injector(None, rng, on_fault=lambda kind: history.add("fault", kind=kind))
     faults.throttle(spec.rates.get("throttle", 0.0), ("UpdateItem", "PutItem", "DeleteItem"))
@@ -169,10 +153,11 @@ def run(spec: WorkerSpec) -> None:
 def _invoke(
     spec: WorkerSpec, sqs: Any, handler: Any, messages: list[dict[str, Any]], history: History
 ) -> None:
-    queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
-    event = {"Records": [event_record(m, queue_arn, REGION) for m in messages]}
+    queue_arn = f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
+    event = {"Records": [event_record(m, queue_arn, LOCAL_REGION) for m in messages]}
+    context = LambdaContext.starting_now(spec.impl, spec.timeout_s, memory_mb=256)
     try:
-        response, error = handler(event, _Context(spec.timeout_s, spec.impl)), None
+        response, error = handler(event, context), None
         response = json.loads(json.dumps(response))
     except Exception as raised:
         response, error = None, type(raised).__name__

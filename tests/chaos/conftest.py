@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import boto3
 import pytest
 
 from once import constants as c
-from oncecli import engines
+from oncecli.aws import create_table, local_client
+from oncecli.localcloud import engines
 
 
 @pytest.fixture(scope="session")
@@ -22,13 +22,7 @@ def dynamodb_local() -> Iterator[dict]:
             "If unshare is not permitted on this machine, they cannot run here."
         )
     with engines.DynamoDBLocal() as ddb:
-        client = boto3.client("dynamodb", endpoint_url=ddb.endpoint)
-        client.create_table(
-            TableName="idempotency",
-            BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": c.ATTR_ID, "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": c.ATTR_ID, "AttributeType": "S"}],
-        )
+        create_table(local_client("dynamodb", ddb.endpoint), "idempotency", key=c.ATTR_ID)
         yield {"endpoint": ddb.endpoint, "table": "idempotency"}
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from oncecli.localcloud import LocalCloud
+from oncecli.localcloud.cloud import LocalCloud
 from tests.localcloud.helpers import CONTEXT
 
 

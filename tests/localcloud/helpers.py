@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from oncecli.localcloud import BUILD_DIR, LocalCloud
-from oncecli.mapping import Mapping
+from oncecli.localcloud.cloud import LocalCloud
+from oncecli.localcloud.mapping import Mapping
+from oncecli.project import BUILD_DIR
 
 #: Every test here uses the same synthesized template (one synth, cached in build/): a
 #: 2 s function timeout makes the visibility timeout 12 s, so redeliveries take seconds.

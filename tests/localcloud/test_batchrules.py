@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oncecli.batchrules import MALFORMED, decide
+from oncecli.localcloud.batchrules import MALFORMED, decide
 
 IDS = ["m1", "m2", "m3"]
 

@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from oncecli import engines
+from oncecli.aws import queue_depth
 from oncecli.cli import main
 from oncecli.errors import EngineNotInstalled, UnshareNotPermitted
+from oncecli.localcloud import engines
 from tests.localcloud.helpers import mapping_for
 
 
@@ -18,11 +19,7 @@ def once(cloud, *args: str) -> int:
 
 
 def depth(cloud, output: str) -> int:
-    attributes = cloud.client("sqs").get_queue_attributes(
-        QueueUrl=cloud.outputs[output],
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )
-    return sum(int(v) for v in attributes["Attributes"].values())
+    return queue_depth(cloud.client("sqs"), cloud.outputs[output]).total
 
 
 def test_send_status_inspect(cloud, tmp_path, capsys):

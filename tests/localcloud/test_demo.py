@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from oncecli.engines import ROOT
+from oncecli.project import ROOT
 from tests.localcloud.helpers import CONTEXT
 
 ARGS = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from oncecli.engines import MotoServer
-from oncecli.localcloud import local_client
+from oncecli.aws import local_client
+from oncecli.localcloud.engines import MotoServer
 
 
 def _add_seven(key: str) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oncecli.mapping import FunctionConfig, Worker, event_record
+from oncecli.localcloud.mapping import FunctionConfig, Worker, event_record
 
 
 def worker(handler: str, timeout_s: int = 1) -> Worker:

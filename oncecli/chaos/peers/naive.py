@@ -23,7 +23,7 @@ import boto3
 import jmespath
 from botocore.exceptions import ClientError
 
-from oncecli.peers.attempt import Attempt
+from oncecli.chaos.peers.attempt import Attempt
 
 Process = Callable[[Any, Attempt], Any]
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -15,7 +15,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from once import constants as c
-from oncecli import localcloud, report, workload
+from oncecli.aws import queue_depth
+from oncecli.demo import verdict, workload
+from oncecli.localcloud import cloud as localcloud
+from oncecli.localcloud.template import STACK_NAME
 
 
 @dataclass
@@ -32,14 +35,6 @@ class DemoOptions:
     seed: int = 7
 
 
-def _queue_left(sqs: Any, url: str) -> int:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return sum(int(v) for v in attributes.values())
-
-
 def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, Any]:
     """Run the demo and return its report (the caller decides the exit code)."""
     plan = workload.build(options.messages, options.duplicate_rate, options.bad_rate, options.seed)
@@ -54,7 +49,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
         workers = options.workers or config.max_concurrency or 2
         mapping = cloud.mapping(workers, "workers.log")
         console.print(
-            f"[bold]local cloud[/] {localcloud.STACK_NAME} on {options.engine} "
+            f"[bold]local cloud[/] {STACK_NAME} on {options.engine} "
             f"(sqs {cloud.endpoints['sqs']}, dynamodb {cloud.endpoints['dynamodb']}) "
             f"ready in {setup_s:.1f} s; {len(cloud.notes)} local patches "
             f"(see `once up` for the list)"
@@ -93,7 +88,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
             producer.send_late(plan.late, is_done, timeout_s / 2)
             deadline = drain_started + timeout_s
             while time.monotonic() < deadline:
-                left = _queue_left(sqs, config.queue_url)
+                left = queue_depth(sqs, config.queue_url).total
                 stats = mapping.snapshot()
                 bar.update(
                     task,
@@ -106,7 +101,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
         wall_s = time.monotonic() - started
         drain_s = time.monotonic() - drain_started
         with console.status("checking the ledger, the records and the DLQ..."):
-            result = report.check(
+            result = verdict.check(
                 workload=plan,
                 sent=producer.sent,
                 deleted=mapping.stats.deleted_ids,

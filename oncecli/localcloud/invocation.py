@@ -20,10 +20,16 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
+
 
 @dataclass
 class LambdaContext:
-    """The attributes and method of Lambda's Python context object that handlers use."""
+    """The attributes and method of Lambda's Python context object that handlers use.
+
+    The one context of the project's tooling: the emulated invocations here, the harness's
+    workers and the benchmarks all hand it to the handlers they call.
+    """
 
     function_name: str
     invoked_function_arn: str
@@ -33,6 +39,20 @@ class LambdaContext:
     function_version: str = "$LATEST"
     log_group_name: str = ""
     log_stream_name: str = "local"
+
+    @classmethod
+    def starting_now(cls, function_name: str, timeout_s: float, memory_mb: int) -> LambdaContext:
+        """The context of an invocation that starts now, with ``timeout_s`` to run."""
+        return cls(
+            function_name=function_name,
+            invoked_function_arn=(
+                f"arn:aws:lambda:{LOCAL_REGION}:{LOCAL_ACCOUNT}:function:{function_name}"
+            ),
+            memory_limit_in_mb=memory_mb,
+            deadline_ms=int(time.time() * 1000 + timeout_s * 1000),
+            aws_request_id=str(uuid.uuid4()),
+            log_group_name=f"/aws/lambda/{function_name}",
+        )
 
     def get_remaining_time_in_millis(self) -> int:
         """Milliseconds left before the function timeout (0 once it has passed)."""

@@ -30,11 +30,13 @@ from pathlib import Path
 from types import TracebackType
 
 from oncecli.errors import EngineFailed, EngineNotInstalled, JavaMissing, UnshareNotPermitted
+from oncecli.project import ROOT
 
+#: The engines the tables can live on (SQS is always moto's).
+ENGINES = ("moto", "dynamodb-local")
 #: Set in the re-executed CLI, so that it never tries to enter a namespace twice.
 NETNS_ENV = "ONCE_IN_PRIVATE_NETNS"
-#: The repository root: node_modules lives here.
-ROOT = Path(__file__).resolve().parents[1]
+
 _PR_SET_PDEATHSIG = 1
 _children: list[subprocess.Popen[bytes]] = []
 
@@ -173,7 +175,7 @@ class MotoServer(Engine):
     def start(self) -> MotoServer:
         for _ in range(3):  # a free port can be taken between probe and bind: retry
             self.port = free_port()
-            argv = [sys.executable, "-m", "oncecli.motoserver", "-H", "127.0.0.1"]
+            argv = [sys.executable, "-m", "oncecli.localcloud.motoserver", "-H", "127.0.0.1"]
             self._proc = spawn([*argv, "-p", str(self.port)], log=self.log)
             try:
                 wait_until(
@@ -241,6 +243,14 @@ class DynamoDBLocal(Engine):
         return self
 
 
+def engine_named(name: str, log: Path | None = None) -> Engine:
+    """The engine called ``name`` (one of ``ENGINES``), not started yet."""
+    engines: dict[str, type[Engine]] = {"moto": MotoServer, "dynamodb-local": DynamoDBLocal}
+    if name not in engines:
+        raise ValueError(f"unknown engine {name!r}: expected one of {ENGINES}")
+    return engines[name](log=log)
+
+
 def in_private_netns() -> bool:
     """True in a network namespace with nothing but a working loopback."""
     if [name for _, name in socket.if_nameindex()] != ["lo"]:
@@ -265,13 +275,8 @@ def enter_private_netns(args: Sequence[str]) -> None:
         raise UnshareNotPermitted(
             "entered a network namespace, but loopback is not up (is `ip` from iproute2 installed?)"
         )
-    unshare, ip = shutil.which("unshare"), shutil.which("ip")
-    if unshare is None or ip is None:
-        raise UnshareNotPermitted(
-            "`unshare` (util-linux) and `ip` (iproute2) are needed to "
-            "run DynamoDB Local in a private network namespace"
-        )
-    probe = subprocess.run([unshare, "-n", "true"], capture_output=True, text=True, check=False)
+    argv = netns_argv([sys.executable, "-m", "oncecli.cli", *args])
+    probe = subprocess.run([argv[0], "-n", "true"], capture_output=True, text=True, check=False)
     if probe.returncode != 0:
         raise UnshareNotPermitted(
             "`unshare -n` is not permitted here ("
@@ -282,18 +287,15 @@ def enter_private_netns(args: Sequence[str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os.environ[NETNS_ENV] = "1"
-    os.execv(
-        unshare,
-        [
-            unshare,
-            "-n",
-            "sh",
-            "-c",
-            f'{ip} link set lo up && exec "$@"',
-            "sh",
-            sys.executable,
-            "-m",
-            "oncecli.cli",
-            *args,
-        ],
-    )
+    os.execv(argv[0], argv)
+
+
+def netns_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` wrapped to run in a new network namespace with loopback up."""
+    unshare, ip = shutil.which("unshare"), shutil.which("ip")
+    if unshare is None or ip is None:
+        raise UnshareNotPermitted(
+            "`unshare` (util-linux) and `ip` (iproute2) are needed to "
+            "run DynamoDB Local in a private network namespace"
+        )
+    return [unshare, "-n", "sh", "-c", f'{ip} link set lo up && exec "$@"', "sh", *argv]

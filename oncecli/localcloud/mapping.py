@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
-from oncecli.batchrules import MALFORMED, decide
 from oncecli.errors import EngineFailed
-from oncecli.worker import Invocation, serve
+from oncecli.localcloud.batchrules import MALFORMED, decide
+from oncecli.localcloud.invocation import Invocation, serve
 
 #: Seconds a worker may take to import the handler (Lambda's init phase allows 10).
 INIT_TIMEOUT_S = 60.0

@@ -2,16 +2,15 @@
 
 Each injector is a botocore ``before-send`` hook, on one client or on every client the
 process creates (botocore's built-in handler list), so the code under test runs unchanged:
-its requests are delayed, throttled, or applied with their response lost (the SDK then
-retries a write that already landed). The harness, the model-based test and the
-benchmarks all inject through here.
+its requests are throttled, or applied with their response lost (the SDK then retries a
+write that already landed). The harness's workers and the record store's model-based test
+inject through here.
 """
 
 from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -74,14 +73,6 @@ class Injector:
             botocore.handlers.BUILTIN_HANDLERS.append(("before-send.dynamodb", hook))
         else:
             self._client.meta.events.register("before-send.dynamodb", hook)
-
-    def latency(self, milliseconds: float) -> None:
-        """Add a fixed round trip to every call (the network a real table is behind)."""
-
-        def hook(request: Any, **_: Any) -> None:
-            time.sleep(milliseconds / 1000)
-
-        self._register(hook)
 
     def throttle(self, rate: float, operations: Iterable[str] = ("UpdateItem",)) -> None:
         """Answer a share of calls with a throttling error, as DynamoDB does under load."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from once import constants as c
+from oncecli.aws import record_id
 
 #: An account name that makes the ledger's partition key longer than DynamoDB allows.
 POISON_ACCOUNT = "acct-" + "9" * 2095
@@ -162,10 +163,6 @@ class Producer:
             waiting = [m for m in waiting if m not in ready]
             if waiting:
                 time.sleep(0.2)
-
-
-def record_id(prefix: str, payment_id: str) -> str:
-    return f"{prefix}#{payment_id}"
 
 
 def completed_check(ddb: Any, table: str, prefix: str) -> Callable[[str], bool]:

@@ -30,10 +30,17 @@ from rich.console import Console
 from rich.table import Table
 
 from once import constants as c
+from oncecli.aws import (
+    LOCAL_ACCESS_KEY_ID,
+    LOCAL_REGION,
+    LOCAL_SECRET_ACCESS_KEY,
+    queue_depth,
+    record_id,
+    scan,
+)
 from oncecli.errors import CliError, EngineFailed, NoCredentials, StackNotFound
-from oncecli.localcloud import STACK_NAME
+from oncecli.localcloud.template import STACK_NAME
 from oncecli.redrive import move
-from oncecli.report import scan
 
 _REQUIRED_OUTPUTS = ("QueueUrl", "DlqUrl", "IdempotencyTableName", "LedgerTableName")
 
@@ -57,7 +64,7 @@ class Target:
     prefix: str
 
     def record_id(self, key: str) -> str:
-        return f"{self.prefix}#{key}"
+        return record_id(self.prefix, key)
 
 
 def _session(args: argparse.Namespace) -> boto3.Session:
@@ -65,13 +72,13 @@ def _session(args: argparse.Namespace) -> boto3.Session:
     if args.endpoint_url and session.get_credentials() is None:
         # A local engine accepts any credentials; do not ask the user for some.
         session = boto3.Session(
-            region_name=args.region or "us-east-1",
-            aws_access_key_id="local",
-            aws_secret_access_key="local",
+            region_name=args.region or LOCAL_REGION,
+            aws_access_key_id=LOCAL_ACCESS_KEY_ID,
+            aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
         )
     if args.endpoint_url and session.region_name is None:
         session = boto3.Session(
-            region_name="us-east-1",
+            region_name=LOCAL_REGION,
             aws_access_key_id=session.get_credentials().access_key,
             aws_secret_access_key=session.get_credentials().secret_key,
         )
@@ -178,21 +185,10 @@ def send(args: argparse.Namespace, console: Console) -> int:
     return 0 if sent == len(bodies) else 1
 
 
-def _depth(sqs: Any, url: str) -> tuple[int, int]:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
-    return (
-        int(attributes["ApproximateNumberOfMessages"]),
-        int(attributes["ApproximateNumberOfMessagesNotVisible"]),
-    )
-
-
 def status(args: argparse.Namespace, console: Console) -> int:
     target = resolve(args)
-    visible, in_flight = _depth(target.sqs, target.outputs["QueueUrl"])
-    dlq_visible, dlq_in_flight = _depth(target.sqs, target.outputs["DlqUrl"])
+    queue = queue_depth(target.sqs, target.outputs["QueueUrl"])
+    dlq = queue_depth(target.sqs, target.outputs["DlqUrl"])
     now_ms = int(time.time() * 1000)
     counts: dict[str, int] = {}
     for item in scan(target.ddb, target.outputs["IdempotencyTableName"]):
@@ -204,9 +200,9 @@ def status(args: argparse.Namespace, console: Console) -> int:
     table = Table(title=f"once status: {target.stack}", title_justify="left")
     table.add_column("what")
     table.add_column("count", justify="right")
-    table.add_row("queue: waiting", str(visible))
-    table.add_row("queue: in flight", str(in_flight))
-    table.add_row("DLQ depth", str(dlq_visible + dlq_in_flight))
+    table.add_row("queue: waiting", str(queue.visible))
+    table.add_row("queue: in flight", str(queue.in_flight))
+    table.add_row("DLQ depth", str(dlq.total))
     for state in sorted(counts):
         table.add_row(f"records {state}", str(counts[state]))
     console.print(table)

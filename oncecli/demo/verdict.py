@@ -12,26 +12,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from once import constants as c
-from oncecli.workload import Message, Workload, record_id
-from payments.ledger import ACCOUNT_PREFIX, ENTRY_PREFIX
-
-
-def scan(ddb: Any, table: str) -> Iterator[dict[str, Any]]:
-    """Every item of a table (consistent reads; fine for a demo-sized table)."""
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = ddb.scan(**kwargs)
-        yield from page.get("Items", [])
-        if "LastEvaluatedKey" not in page:
-            return
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+from oncecli.aws import queue_depth, record_id, scan
+from oncecli.demo.workload import Message, Workload
+from oncecli.ledger import read_ledger
 
 
 def read_queue(sqs: Any, url: str, hold_s: int = 30) -> list[dict[str, Any]]:
@@ -83,20 +72,10 @@ def check(
 ) -> dict[str, Any]:
     """Compare the stored state with the workload; the dict is the ``--json`` report."""
     records = {item[c.ATTR_ID]["S"]: item for item in scan(ddb, outputs["IdempotencyTableName"])}
-    entries: dict[str, tuple[str, int]] = {}
-    balances: dict[str, int] = {}
-    for item in scan(ddb, outputs["LedgerTableName"]):
-        key = item[c.PARTITION_KEY]["S"]
-        if key.startswith(ENTRY_PREFIX):
-            entries[key[len(ENTRY_PREFIX) :]] = (item["account"]["S"], int(item["amount"]["N"]))
-        elif key.startswith(ACCOUNT_PREFIX):
-            balances[key[len(ACCOUNT_PREFIX) :]] = int(item["balance"]["N"])
+    ledger = read_ledger(ddb, outputs["LedgerTableName"])
+    entries, balances = ledger.entries, ledger.balances
     dlq = [dlq_origin(m) for m in read_queue(sqs, outputs["DlqUrl"])]
     in_dlq = {original for original, _ in dlq}
-    source_left = sqs.get_queue_attributes(
-        QueueUrl=outputs["QueueUrl"],
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
 
     def done(message_id: str, message: Message) -> bool:
         if message_id not in deleted or message.payment_id is None:
@@ -136,7 +115,7 @@ def check(
         "records_by_status": dict(
             sorted(Counter(r[c.ATTR_STATUS]["S"] for r in records.values()).items())
         ),
-        "source_queue_left": sum(int(v) for v in source_left.values()),
+        "source_queue_left": queue_depth(sqs, outputs["QueueUrl"]).total,
         "accounts": len(balances),
     }
 

@@ -34,7 +34,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
-from oncecli.peers.attempt import Attempt
+from oncecli.chaos.peers.attempt import Attempt
 
 Process = Callable[[Any, Attempt], Any]
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -1,0 +1,91 @@
+"""The AWS facts and calls every command shares, each written once.
+
+Why a module: the local cloud, the demo, the harness, the benchmarks and the commands that
+operate a stack all reach SQS and DynamoDB, on the local engines or on AWS. The local
+engines' region, account and credentials, the clients built for them, a queue's depth,
+a table scan, and the idempotency record's key live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+#: The local cloud's region: what `once up` prints, and what every command given
+#: ``--endpoint-url`` uses unless told otherwise.
+LOCAL_REGION = "us-east-1"
+#: The account moto puts in every ARN.
+LOCAL_ACCOUNT = "123456789012"
+#: Credentials for the local engines (they accept anything, but boto3 wants some).
+LOCAL_ACCESS_KEY_ID = LOCAL_SECRET_ACCESS_KEY = "local"
+LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY_ID,
+    "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_ACCESS_KEY,
+}
+
+
+def local_env() -> dict[str, str]:
+    """The environment a process needs to reach the local engines with the standard chain."""
+    return {**LOCAL_CREDENTIALS, "AWS_REGION": LOCAL_REGION, "AWS_DEFAULT_REGION": LOCAL_REGION}
+
+
+def local_client(service: str, endpoint: str, *, pool: int = 20) -> Any:
+    """A client for a local engine: the local region and credentials, standard retries."""
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name=LOCAL_REGION,
+        aws_access_key_id=LOCAL_ACCESS_KEY_ID,
+        aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
+        config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=pool),
+    )
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    """A queue's approximate message counts."""
+
+    visible: int
+    in_flight: int
+
+    @property
+    def total(self) -> int:
+        return self.visible + self.in_flight
+
+
+def queue_depth(sqs: Any, url: str) -> QueueDepth:
+    """Messages waiting and messages in flight (received, not yet deleted or back)."""
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return QueueDepth(
+        int(attributes["ApproximateNumberOfMessages"]),
+        int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+    )
+
+
+def scan(ddb: Any, table: str) -> Iterator[dict[str, Any]]:
+    """Every item of a table, with consistent reads (for tables of a demo's or a run's size)."""
+    for page in ddb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        yield from page.get("Items", [])
+
+
+def create_table(ddb: Any, name: str, key: str = "id") -> None:
+    """An on-demand table keyed by the string attribute ``key`` (the shape of once's,
+    Powertools' and the naive pattern's records, and of the ledger)."""
+    ddb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+    )
+
+
+def record_id(prefix: str, key: str) -> str:
+    """The idempotency record's partition key for a business key: ``<prefix>#<key>``."""
+    return f"{prefix}#{key}"

@@ -1,0 +1,101 @@
+"""The wheel gives a working ``once`` without the source tree: every module of the runtime,
+the example service and the CLI is in it, and every library they import is declared.
+
+The wheel is built the way ``pip install .`` builds it, offline (the build backend of the
+development environment).
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: ``pip wheel`` offline, with the build backend of this environment.
+PIP_WHEEL = (sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q")
+#: Source folders whose packages the wheel ships, and the folder each is rooted in.
+SHIPPED = {"once": "functions", "payments": "functions", "oncecli": ".", "once_cdk": "."}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    """The wheel, built from a copy of what it is made of (setuptools leaves ``build/lib``
+    behind in the tree it builds, and a stale copy there would hide a missing package)."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package, base in SHIPPED.items():
+        if (ROOT / base / package).is_dir():
+            shutil.copytree(
+                ROOT / base / package,
+                source / base / package,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
+    subprocess.run(
+        [*PIP_WHEEL, "-w", str(out), str(source)],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("once-*.whl")
+    return zipfile.ZipFile(built)
+
+
+def _sources() -> dict[str, Path]:
+    """Every Python file the wheel must hold, by its path inside the wheel."""
+    found = {}
+    for package, base in SHIPPED.items():
+        for path in (ROOT / base / package).rglob("*.py"):
+            found[str(path.relative_to(ROOT / base))] = path
+    return found
+
+
+def _metadata(wheel: zipfile.ZipFile) -> tuple[list[str], str]:
+    (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    (points,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    message = Parser().parsestr(wheel.read(name).decode())
+    return message.get_all("Requires-Dist") or [], wheel.read(points).decode()
+
+
+def test_every_module_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
+    missing = sorted(set(_sources()) - set(wheel.namelist()))
+    assert not missing, f"left out of the wheel: {missing}"
+
+
+def test_the_once_command_is_its_entry_point(wheel: zipfile.ZipFile) -> None:
+    _, entry_points = _metadata(wheel)
+    assert "once = oncecli.cli:main" in entry_points
+
+
+def test_every_library_imported_is_a_declared_dependency(wheel: zipfile.ZipFile) -> None:
+    requires, _ = _metadata(wheel)
+    declared = {
+        r.split(";")[0].split("[")[0].split("<")[0].split(">")[0].strip().lower() for r in requires
+    }
+    providers = packages_distributions()
+    undeclared: dict[str, str] = {}
+    for path in _sources().values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in SHIPPED:
+                    continue
+                dists = {d.lower().replace("_", "-") for d in providers.get(top, [top])}
+                if not dists & {d.replace("_", "-") for d in declared}:
+                    undeclared[top] = str(path.relative_to(ROOT))
+    # botocore and urllib3 come with boto3, which is declared.
+    undeclared = {k: v for k, v in undeclared.items() if k not in ("botocore", "urllib3")}
+    assert not undeclared, f"imported but not declared (module: where): {undeclared}"
