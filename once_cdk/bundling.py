@@ -41,8 +41,12 @@ PIP_PLATFORM = "manylinux2014_x86_64"
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.X86_64
 
-#: Never copied into the asset.
-EXCLUDE = ("__pycache__", "*.pyc", "tests", "*.egg-info", ".pytest_cache")
+#: Never copied into the asset: tests, caches, and what a project folder used as code_dir
+#: also holds (its CDK output, which holds the asset being built, its environments).
+EXCLUDE = (
+    "__pycache__", "*.pyc", "tests", "*.egg-info", ".pytest_cache", ".ruff_cache",
+    ".mypy_cache", "cdk.out", ".git", ".venv", "node_modules",
+)  # fmt: skip
 
 #: Distributions the Lambda Python runtime already provides. They arrive only as
 #: dependencies of dependencies (aws-xray-sdk pulls in botocore, 30 MB), and a bundled copy
@@ -120,16 +124,19 @@ def cached_dependencies(requirements: Path = REQUIREMENTS, cache: Path | None = 
     return cached
 
 
-def _user_code_ignore(code_dir: Path) -> Callable[[str, list[str]], set[str]]:
-    """Leave out tests and caches, and ``code_dir``'s copy of the runtime if it is the very
-    package being shipped (an app whose code folder also holds ``once``, as in its source
-    tree)."""
+def _user_code_ignore(code_dir: Path, output_dir: Path) -> Callable[[str, list[str]], set[str]]:
+    """Leave out tests and caches, the asset being built if it lies inside ``code_dir``, and
+    ``code_dir``'s copy of the runtime if it is the very package being shipped (an app whose
+    code folder also holds ``once``, as in its source tree)."""
     patterns = shutil.ignore_patterns(*EXCLUDE)
+    output = output_dir.resolve()
 
     def ignore(directory: str, names: list[str]) -> set[str]:
         ignored = set(patterns(directory, names))
-        if Path(directory).resolve() == code_dir and RUNTIME_PACKAGE in names:
+        here = Path(directory).resolve()
+        if here == code_dir and RUNTIME_PACKAGE in names:
             ignored.add(RUNTIME_PACKAGE)
+        ignored.update(name for name in names if output.is_relative_to(here / name))
         return ignored
 
     return ignore
@@ -168,7 +175,9 @@ def build_asset(code_dir: Path, output_dir: Path) -> None:
         dirs_exist_ok=True,
         ignore=shutil.ignore_patterns(*EXCLUDE, *RUNTIME_TEST_ONLY),
     )
-    shutil.copytree(code_dir, output_dir, dirs_exist_ok=True, ignore=_user_code_ignore(code_dir))
+    shutil.copytree(
+        code_dir, output_dir, dirs_exist_ok=True, ignore=_user_code_ignore(code_dir, output_dir)
+    )
 
 
 @jsii.implements(cdk.ILocalBundling)

@@ -87,3 +87,19 @@ def test_the_asset_hash_follows_the_built_output(bare_standard):
         (h, a) for h, a in assets["files"].items() if a["source"].get("packaging") == "zip"
     ]
     assert asset["source"]["path"] == f"asset.{asset_hash}"
+
+
+def test_a_project_folder_as_code_dir_ships_neither_its_output_nor_its_environments(tmp_path):
+    # code_dir="." in an app folder: the asset is built inside it, beside .venv and cdk.out.
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "handler.py").write_text("lambda_handler = None\n")
+    for folder in (".venv/lib", "cdk.out/old", "node_modules/x", "build/out"):
+        (tmp_path / folder).mkdir(parents=True)
+    output = tmp_path / "build" / "out" / "asset"
+    output.mkdir()
+    bundling.build_asset(tmp_path, output)
+    assert (output / "shop" / "handler.py").is_file()
+    assert (output / "once" / "handler.py").is_file()
+    for name in (".venv", "cdk.out", "node_modules"):
+        assert not (output / name).exists(), name
+    assert not (output / "build" / "out").exists()  # never copied into itself
