@@ -104,9 +104,10 @@ class OnceConsumer(Construct):
         alarm_email: str | None = None,
         environment: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(scope, construct_id)
+        # Everything is checked before the construct joins the tree: a refused setting
+        # leaves no half-built consumer behind.
         environment = dict(environment or {})
-        self.settings = ConsumerSettings(
+        settings = ConsumerSettings(
             service_name=service_name,
             fifo=fifo,
             timeout_s=_seconds("timeout", timeout),
@@ -123,7 +124,8 @@ class OnceConsumer(Construct):
         problem = check_code_dir(code_path, handler)
         if problem:
             raise ConfigurationError(problem)
-        settings = self.settings
+        super().__init__(scope, construct_id)
+        self.settings = settings
         removal = RemovalPolicy.RETAIN if retain_data else RemovalPolicy.DESTROY
 
         self.dlq, self.queue = self._queues(settings)

@@ -179,3 +179,10 @@ def test_log_retention_takes_days_cloudwatch_accepts(stack, tmp_path):
     assert resolved == 30
     assert consumer(cdk.Stack(cdk.App(), "Other"), tmp_path,
                     log_retention=logs.RetentionDays.INFINITE)  # fmt: skip
+
+
+def test_a_refused_consumer_leaves_nothing_in_the_stack(stack, tmp_path):
+    with pytest.raises(ConfigurationError):
+        consumer(stack, tmp_path, max_receive_count=2)
+    assert stack.node.try_find_child("Orders") is None
+    consumer(stack, tmp_path)  # the id is free for a corrected retry
