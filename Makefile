@@ -5,7 +5,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
 .PHONY: demo test lint synth bench clean setup java
 
-.venv/.installed: requirements.txt requirements-dev.txt requirements-lambda.txt pyproject.toml
+.venv/.installed: requirements.txt requirements-dev.txt requirements-lambda.txt once_cdk/requirements-lambda.txt pyproject.toml
 	@test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
@@ -17,8 +17,8 @@ node_modules/.installed: package.json
 	@touch $@
 
 # The Lambda's dependencies, for its platform, cached before anything runs offline.
-build/.lambda-deps: requirements-lambda.txt infra/bundling.py .venv/.installed
-	$(PY) -c "from infra.bundling import cached_dependencies; cached_dependencies()"
+build/.lambda-deps: once_cdk/requirements-lambda.txt once_cdk/bundling.py .venv/.installed
+	$(PY) -c "from once_cdk.bundling import cached_dependencies; cached_dependencies()"
 	@touch $@
 
 java:
@@ -31,7 +31,7 @@ demo: setup
 
 lint: .venv/.installed
 	.venv/bin/ruff check .
-	.venv/bin/ruff format --check functions oncecli infra tests app.py
+	.venv/bin/ruff format --check functions oncecli once_cdk infra examples tests app.py
 	.venv/bin/mypy
 
 # DynamoDB Local cannot choose its listen address, so the suite runs in a private network

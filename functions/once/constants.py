@@ -1,7 +1,7 @@
 """Every name and default that the Lambda layer and the CDK stack must agree on.
 
-The stack (``infra/``) imports this module too, so the TTL attribute it enables, the
-environment variables it sets and the metric names it alarms on are the very strings the
+The CDK construct (``once_cdk``) imports this module too, so the TTL attribute it enables,
+the environment variables it sets and the metric names it alarms on are the very strings the
 code reads and writes. Change a name here and both sides follow.
 """
 
@@ -22,7 +22,7 @@ ATTR_UPDATED_AT: Final = "updated_at"
 
 #: The idempotency table's TTL attribute (epoch seconds).
 TTL_ATTRIBUTE: Final = ATTR_EXPIRES_AT
-#: Partition key of the idempotency table and of the example ledger table.
+#: Partition key of the idempotency table.
 PARTITION_KEY: Final = ATTR_ID
 
 # --- Record statuses ---------------------------------------------------------------------
@@ -32,14 +32,14 @@ STATUS_FAILED: Final = "FAILED"
 
 # --- Environment variables ---------------------------------------------------------------
 ENV_TABLE_NAME: Final = "IDEMPOTENCY_TABLE_NAME"
-ENV_LEDGER_TABLE_NAME: Final = "LEDGER_TABLE_NAME"
 ENV_DLQ_URL: Final = "DLQ_URL"
 ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_RETENTION_S: Final = "RECORD_RETENTION_S"
 
 # --- Defaults ------------------------------------------------------------------------------
-DEFAULT_SERVICE_NAME: Final = "payments"
+#: The service of the runtime's own logs and metrics when POWERTOOLS_SERVICE_NAME is unset.
+DEFAULT_SERVICE_NAME: Final = "once"
 DEFAULT_METRICS_NAMESPACE: Final = "Once"
 DEFAULT_LEASE_MARGIN_S: Final = 10
 DEFAULT_LOCK_TIMEOUT_S: Final = 900
@@ -84,6 +84,7 @@ METRIC_CONFLICT: Final = "Conflict"
 METRIC_FAILED: Final = "Failed"
 METRIC_QUARANTINED: Final = "Quarantined"
 METRIC_LEASE_LOST: Final = "LeaseLost"
+#: A claim took over an expired lease and, by policy, quarantined instead of running.
 METRIC_LEASE_EXPIRED: Final = "LeaseExpired"
 METRIC_TAKEOVER: Final = "Takeover"
 METRIC_DEADLINE: Final = "DeadlineSkipped"

@@ -29,7 +29,7 @@ from oncecli.project import BUILD_DIR, ROOT
 
 STACK_NAME = "Once-local"
 #: Inputs of the synthesized template: a change to any of them means synthesizing again.
-_SYNTH_INPUTS = ("app.py", "cdk.json", "requirements-lambda.txt", "infra", "functions")
+_SYNTH_INPUTS = ("app.py", "cdk.json", "requirements-lambda.txt", "once_cdk", "infra", "functions")
 #: Never stripped: the demo must use the template's own queues, tables and function.
 _KEPT_TYPES = {"AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function"}
 _STRIPPED_TYPES = {
