@@ -202,6 +202,7 @@ def function_code(code_dir: Path) -> lambda_.Code:
         asset_hash_type=cdk.AssetHashType.OUTPUT,
         bundling=cdk.BundlingOptions(
             image=cdk.DockerImage.from_registry("unused"),
-            local=LocalPipBundling(code_dir),
+            # jsii hands the options over positionally; the stub spells them as keywords.
+            local=LocalPipBundling(code_dir),  # type: ignore[arg-type]
         ),
     )

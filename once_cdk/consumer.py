@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
@@ -214,7 +215,9 @@ class OnceConsumer(Construct):
         """The DLQ and the source queue: encrypted, TLS only, FIFO together or not at all."""
         # FIFO: the runtime quarantines with the record's group and deduplication ids; the
         # source deduplicates by content so that producers need only set a group.
-        fifo = {"fifo": True, "content_based_deduplication": True} if settings.fifo else {}
+        fifo: dict[str, Any] = (
+            {"fifo": True, "content_based_deduplication": True} if settings.fifo else {}
+        )
         dlq = sqs.Queue(
             self,
             "Dlq",

@@ -337,10 +337,10 @@ class BatchProcessor:
 def _reviewed(record: SQSRecord) -> bool:
     """Redriven from the DLQ after a person reviewed a quarantined takeover."""
     attributes = record.message_attributes
-    return (
-        c.QUARANTINE_ATTR_REASON in attributes
-        and attributes[c.QUARANTINE_ATTR_REASON].string_value == c.REASON_LEASE_EXPIRED
-    )
+    if c.QUARANTINE_ATTR_REASON not in attributes:
+        return False
+    reason = attributes[c.QUARANTINE_ATTR_REASON]
+    return reason is not None and reason.string_value == c.REASON_LEASE_EXPIRED
 
 
 def _class(error: BaseException) -> str:
