@@ -247,3 +247,29 @@ def test_bodies_that_cannot_be_sent_are_refused(
 def test_deliver_refuses_what_make_handler_did_not_make(once_env, business) -> None:
     with pytest.raises(TypeError, match=r"once\.make_handler"):
         once_env.deliver(business, [ORDER])
+
+
+@pytest.fixture
+def ran_before(aws, business, sqs_event) -> Any:
+    """A handler that an earlier test already ran, on the suite's own table."""
+    handler = make_handler(business, key="orderId")
+    handler(sqs_event([{"orderId": "o-0"}]), None)
+    assert handler.table_name != "once-idempotency"
+    return handler
+
+
+def test_a_handler_configured_before_the_test_runs_on_the_kits_table_across_a_crash(
+    ran_before, once_env, business
+) -> None:
+    """Its frozen configuration is re-read in once_env's environment, and it stays on one
+    table across the new store a crash brings."""
+    handler = ran_before
+    once_env.deliver(handler, [ORDER], crash="after_process")
+    once_env.expire_leases()
+    assert once_env.deliver(handler, [ORDER]).outcomes == ["processed"]
+
+    assert [(a.key, a.fence) for a in business.attempts] == [("o-0", 1), ("o-1", 1), ("o-1", 2)]
+    item = once_env.dynamodb.get_item(
+        TableName=once_env.table_name, Key={c.ATTR_ID: {"S": f"{handler.key_prefix}#o-1"}}
+    )["Item"]
+    assert item[c.ATTR_FENCE] == {"N": "2"}

@@ -312,6 +312,7 @@ class OnceEnv:
             and current.switch.killed_at is None
         ):
             return current
+        handler.bind()  # forget a configuration frozen by an invocation outside this test
         table, prefix, dlq_url, retention_s = _configuration(handler)
         if table not in self._tables:
             self._ensure_table(table)
