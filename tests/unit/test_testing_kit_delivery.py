@@ -273,3 +273,16 @@ def test_a_handler_configured_before_the_test_runs_on_the_kits_table_across_a_cr
         TableName=once_env.table_name, Key={c.ATTR_ID: {"S": f"{handler.key_prefix}#o-1"}}
     )["Item"]
     assert item[c.ATTR_FENCE] == {"N": "2"}
+
+
+def test_a_handler_with_a_dlq_that_does_not_exist_reports_the_record_failed(
+    once_env, business
+) -> None:
+    missing = once_env.dlq_url.rsplit("/", 1)[0] + "/no-such-dlq"
+    handler = make_handler(business, key="orderId", dlq_url=missing)
+
+    delivery = once_env.deliver(handler, ["not json"])
+
+    assert delivery.outcomes == ["failed"]  # not acknowledged: nothing is lost
+    assert delivery.batch_item_failures == delivery.message_ids
+    assert once_env.dlq_messages() == []

@@ -359,9 +359,23 @@ class OnceEnv:
 
     def dlq_messages(self) -> list[Quarantined]:
         """Every message quarantined so far, oldest first; reading leaves them in the DLQ."""
-        found: list[Quarantined] = []
-        for url in self._dlqs:
-            received: list[dict[str, Any]] = []
+        return [
+            Quarantined(
+                m["Body"],
+                {
+                    name: value.get("StringValue", "")
+                    for name, value in (m.get("MessageAttributes") or {}).items()
+                },
+            )
+            for url in self._dlqs
+            for m in self._peek(url)
+        ]
+
+    def _peek(self, url: str) -> list[dict[str, Any]]:
+        """Every message of a queue, made visible again at once. A DLQ URL a handler was
+        given but that does not exist in the mock holds nothing (its sends failed)."""
+        received: list[dict[str, Any]] = []
+        try:
             while batch := self.sqs.receive_message(
                 QueueUrl=url,
                 MaxNumberOfMessages=10,
@@ -369,25 +383,17 @@ class OnceEnv:
                 VisibilityTimeout=300,
             ).get("Messages", []):
                 received += batch
-            for start in range(0, len(received), 10):
-                self.sqs.change_message_visibility_batch(
-                    QueueUrl=url,
-                    Entries=[
-                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
-                        for i, m in enumerate(received[start : start + 10])
-                    ],
-                )
-            found += [
-                Quarantined(
-                    m["Body"],
-                    {
-                        name: value.get("StringValue", "")
-                        for name, value in (m.get("MessageAttributes") or {}).items()
-                    },
-                )
-                for m in received
-            ]
-        return found
+        except self.sqs.exceptions.QueueDoesNotExist:
+            return []
+        for start in range(0, len(received), 10):
+            self.sqs.change_message_visibility_batch(
+                QueueUrl=url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                    for i, m in enumerate(received[start : start + 10])
+                ],
+            )
+        return received
 
     def _naming(self, handler: Handler | None) -> tuple[str, str]:
         if handler is not None:
