@@ -166,7 +166,12 @@ class OnceEnv:
     # --- lifecycle -------------------------------------------------------------------------
 
     def __enter__(self) -> OnceEnv:
-        from moto import mock_aws  # a test dependency: imported when a test asks for it
+        try:  # a test dependency: imported when a test asks for it, not when pytest starts
+            from moto import mock_aws
+        except ImportError as error:
+            raise ImportError(
+                'once_env runs on moto: install the test dependencies, pip install "once[testing]"'
+            ) from error
 
         self._set_env()
         try:
