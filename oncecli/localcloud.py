@@ -46,6 +46,8 @@ ACCOUNT = "123456789012"
 #: Credentials for the local engines (they accept anything, but boto3 wants some).
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
 BUILD_DIR = ROOT / "build" / "localcloud"
+#: The Node.js LTS pinned in package.json (absent where npm has no build for the platform).
+PROJECT_NODE = ROOT / "node_modules" / ".bin" / "node"
 ENGINES = ("moto", "dynamodb-local")
 #: Inputs of the synthesized template: a change to any of them means synthesizing again.
 _SYNTH_INPUTS = ("app.py", "cdk.json", "requirements-lambda.txt", "infra", "functions")
@@ -80,7 +82,8 @@ def synth(context: dict[str, str] | None = None, *, log: Path | None = None) -> 
         **os.environ,
         "CDK_OUTDIR": str(staging),
         "CDK_CONTEXT_JSON": json.dumps(ctx),
-        "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+        # jsii runs the app's constructs on the Node.js LTS that npm installed, if any.
+        **({"JSII_NODE": str(PROJECT_NODE)} if PROJECT_NODE.is_file() else {}),
     }
     run = subprocess.run(
         [sys.executable, str(ROOT / "app.py")],
