@@ -46,7 +46,8 @@ test: setup java lint
 synth: setup
 	npx cdk synth --quiet -o cdk.out
 
-bench: setup java
+# After synth: the page reports the size of the Lambda asset that synth bundles.
+bench: synth java
 	$(PY) -m oncecli.bench
 
 clean:

@@ -111,7 +111,11 @@ class Subjects:
         for table in TABLES.values():
             create_table(client, table)
 
-    def build(self, name: str, process: Callable[[Any, Any], Any]) -> Handler:
+    def build(
+        self, name: str, process: Callable[[Any, Any], Any], *, max_workers: int | None = None
+    ) -> Handler:
+        """A handler of consumer ``name``; ``max_workers`` (``once`` only) overrides its
+        default."""
         if name == "once":
             return once.make_handler(
                 process,
@@ -119,6 +123,7 @@ class Subjects:
                 table_name=TABLES["once"],
                 key_prefix="bench",
                 dlq_url=None,
+                **({} if max_workers is None else {"max_workers": max_workers}),
             )
         if name == "powertools":
             return powertools.make_handler(
