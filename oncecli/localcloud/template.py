@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from oncecli.errors import EngineFailed, SynthFailed
-from oncecli.project import BUILD_DIR, ROOT
+from oncecli.project import BUILD_DIR, PROJECT_NODE, ROOT
 
 STACK_NAME = "Once-local"
 #: Inputs of the synthesized template: a change to any of them means synthesizing again.
@@ -66,6 +66,8 @@ def synth(context: dict[str, str] | None = None, *, log: Path | None = None) -> 
         **os.environ,
         "CDK_OUTDIR": str(staging),
         "CDK_CONTEXT_JSON": json.dumps(ctx),
+        # jsii runs the app's constructs on the Node.js LTS that npm installed, if any.
+        **({"JSII_NODE": str(PROJECT_NODE)} if PROJECT_NODE.is_file() else {}),
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
     }
     run = subprocess.run(

@@ -13,13 +13,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+# jsii starts $JSII_NODE (default: `node` on PATH) when aws_cdk is imported: the Node.js LTS
+# that npm installed from package.json, the one `npx cdk` runs the app with.
+os.environ.setdefault(
+    "JSII_NODE",
+    shutil.which("node", path=Path(__file__).resolve().parents[2] / "node_modules" / ".bin")
+    or "node",
+)
 
 import aws_cdk as cdk
 import pytest
