@@ -1,6 +1,9 @@
 # The project's commands. Each one creates .venv and installs what it needs on first use.
 SHELL := /bin/bash
 PY := .venv/bin/python
+# Whatever starts jsii from here (the synth, the tests, the bundling cache) runs it on the
+# Node.js LTS that npm installed, once it is there; expanded when each command runs.
+export JSII_NODE = $(if $(wildcard node_modules/.bin/node),$(CURDIR)/node_modules/.bin/node,node)
 
 .PHONY: demo test lint synth bench clean setup java
 
