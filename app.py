@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """CDK entry point (``cdk.json`` runs it): synthesizes the ``Once-<stage>`` stack.
 
-``functions/`` goes on ``sys.path`` so that the stack imports the same constants module as
-the Lambda code, whether or not the project is installed in the environment.
+``functions/`` goes on ``sys.path`` so that the stack imports the same ``once`` and ``payments``
+modules as the Lambda code, whether or not the project is installed in the environment.
 """
 
 import sys

@@ -1,4 +1,5 @@
-"""The one stack, ``Once-<stage>``: it composes the constructs and names the outputs.
+"""The one stack, ``Once-<stage>``: an ``OnceConsumer`` running the payments handler, the
+ledger table it credits, and the grant between them.
 
 The outputs' keys (``QueueUrl``, ``DlqUrl``, ...) are read by the CLI and the docs: they
 are fixed names, not generated ones.
@@ -6,34 +7,44 @@ are fixed names, not generated ones.
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnOutput, DefaultStackSynthesizer, Stack, Tags
+from pathlib import Path
+
+from aws_cdk import CfnOutput, DefaultStackSynthesizer, Stack, Tags
 from constructs import Construct
 
-from infra.consumer import Consumer
-from infra.monitoring import Monitoring
-from infra.queues import Queues
+from infra.ledger import grant_ledger, ledger_table
 from infra.stages import StageSettings
-from infra.tables import Tables
+from once_cdk import OnceConsumer, add_cli_outputs
+from once_cdk.outputs import OUTPUT_KEYS as CONSUMER_OUTPUT_KEYS
+from payments import ENV_LEDGER_TABLE_NAME
 
-OUTPUT_KEYS = (
-    "QueueUrl",
-    "DlqUrl",
-    "IdempotencyTableName",
-    "LedgerTableName",
-    "FunctionName",
-    "DashboardUrl",
-)
+#: The example's code folder: ``payments/`` at its root (``once/`` beside it is the runtime
+#: itself, which the construct ships from the installed package).
+CODE_DIR = Path(__file__).resolve().parent.parent / "functions"
+HANDLER = "payments.handler.lambda_handler"
+OUTPUT_KEYS = (*CONSUMER_OUTPUT_KEYS, "LedgerTableName")
+#: The logical ids the stateful resources had when the stack was first deployed, before it
+#: was built from OnceConsumer. Kept, so that a deployed stack updates in place: a new
+#: idempotency table would forget every record (and duplicates would run again), new queues
+#: would strand the messages in flight, and retained tables would be orphaned.
+KEPT_LOGICAL_IDS = {
+    "table": "TablesIdempotency498FF680",
+    "queue": "QueuesSource074CB5B2",
+    "dlq": "QueuesDlq9F4B4526",
+    "log_group": "ConsumerLogs7B9AAC61",
+}
 
 
 class OnceStack(Stack):
-    """Queues, tables, the consumer and its alarms for one stage."""
+    """The payments consumer and its ledger for one stage."""
 
     def __init__(self, scope: Construct, *, settings: StageSettings) -> None:
         super().__init__(
             scope,
             settings.stack_name,
-            description=f"once ({settings.stage}): an SQS consumer whose operations take "
-            "effect once, with a fenced idempotency table on DynamoDB.",
+            description=f"once ({settings.stage}{', FIFO' if settings.fifo else ''}): an SQS "
+            "consumer whose operations take effect once, with a fenced idempotency table on "
+            "DynamoDB.",
             # The local cloud deploys the local stage's template on moto: no bootstrap there.
             synthesizer=DefaultStackSynthesizer(generate_bootstrap_version_rule=False)
             if settings.stage == "local"
@@ -44,37 +55,22 @@ class OnceStack(Stack):
         Tags.of(self).add("project", "once")
         Tags.of(self).add("stage", settings.stage)
 
-        self.queues = Queues(self, "Queues", settings=settings)
-        self.tables = Tables(self, "Tables", settings=settings)
-        self.consumer = Consumer(
-            self,
-            "Consumer",
-            settings=settings,
-            source=self.queues.source,
-            dlq=self.queues.dlq,
-            idempotency_table=self.tables.idempotency,
-            ledger_table=self.tables.ledger,
+        # Under "Tables", the ledger keeps the logical id it was first deployed with.
+        self.ledger = ledger_table(
+            Construct(self, "Tables"), "Ledger", retain_data=settings.retain_data
         )
-        self.monitoring = Monitoring(
+        self.consumer = OnceConsumer(
             self,
-            "Monitoring",
-            settings=settings,
-            source=self.queues.source,
-            dlq=self.queues.dlq,
-            function=self.consumer.function,
+            "Payments",
+            code_dir=CODE_DIR,
+            handler=HANDLER,
+            environment={ENV_LEDGER_TABLE_NAME: self.ledger.table_name},
+            **settings.consumer_arguments(),
         )
+        grant_ledger(self.ledger, self.consumer.function)
+        for attribute, kept in KEPT_LOGICAL_IDS.items():
+            resource = getattr(self.consumer, attribute).node.default_child
+            self.rename_logical_id(self.resolve(self.get_logical_id(resource)), kept)
 
-        dashboard_url = (
-            f"https://{Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}"
-            f"#dashboards:name={self.monitoring.dashboard.dashboard_name}"
-        )
-        values = {
-            "QueueUrl": self.queues.source.queue_url,
-            "DlqUrl": self.queues.dlq.queue_url,
-            "IdempotencyTableName": self.tables.idempotency.table_name,
-            "LedgerTableName": self.tables.ledger.table_name,
-            "FunctionName": self.consumer.function.function_name,
-            "DashboardUrl": dashboard_url,
-        }
-        for key in OUTPUT_KEYS:
-            CfnOutput(self, key, value=values[key])
+        add_cli_outputs(self.consumer)
+        CfnOutput(self, "LedgerTableName", value=self.ledger.table_name)

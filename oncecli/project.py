@@ -30,3 +30,5 @@ def _project_root() -> Path:
 ROOT = _project_root()
 #: The local cloud's synthesized assemblies, zipped assets and logs.
 BUILD_DIR = ROOT / "build" / "localcloud"
+#: The Node.js LTS pinned in package.json (absent where npm has no build for the platform).
+PROJECT_NODE = ROOT / "node_modules" / ".bin" / "node"

@@ -1,7 +1,7 @@
 """Every name and default that the Lambda layer and the CDK stack must agree on.
 
-The stack (``infra/``) imports this module too, so the TTL attribute it enables, the
-environment variables it sets and the metric names it alarms on are the very strings the
+The CDK construct (``once_cdk``) imports this module too, so the TTL attribute it enables,
+the environment variables it sets and the metric names it alarms on are the very strings the
 code reads and writes. Change a name here and both sides follow.
 """
 
@@ -22,7 +22,7 @@ ATTR_UPDATED_AT: Final = "updated_at"
 
 #: The idempotency table's TTL attribute (epoch seconds).
 TTL_ATTRIBUTE: Final = ATTR_EXPIRES_AT
-#: Partition key of the idempotency table and of the example ledger table.
+#: Partition key of the idempotency table.
 PARTITION_KEY: Final = ATTR_ID
 
 # --- Record statuses ---------------------------------------------------------------------
@@ -32,19 +32,25 @@ STATUS_FAILED: Final = "FAILED"
 
 # --- Environment variables ---------------------------------------------------------------
 ENV_TABLE_NAME: Final = "IDEMPOTENCY_TABLE_NAME"
-ENV_LEDGER_TABLE_NAME: Final = "LEDGER_TABLE_NAME"
 ENV_DLQ_URL: Final = "DLQ_URL"
 ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_RETENTION_S: Final = "RECORD_RETENTION_S"
 
 # --- Defaults ------------------------------------------------------------------------------
-DEFAULT_SERVICE_NAME: Final = "payments"
+#: The service of the runtime's own logs and metrics when POWERTOOLS_SERVICE_NAME is unset.
+DEFAULT_SERVICE_NAME: Final = "once"
 DEFAULT_METRICS_NAMESPACE: Final = "Once"
 DEFAULT_LEASE_MARGIN_S: Final = 10
 DEFAULT_LOCK_TIMEOUT_S: Final = 900
-DEFAULT_MAX_WORKERS: Final = 10
+#: Records (keys, or FIFO groups) of one batch in flight at once; threads start only as a
+#: batch needs them, so a batch of 10 uses 10. Past about 64 a batch of 1,000 got no faster
+#: (docs/performance.md, max_workers sweep): the consumer's CPU per record is then the bound.
+DEFAULT_MAX_WORKERS: Final = 64
 DEFAULT_MIN_REMAINING_MS: Final = 500
+#: Retry backoff through the visibility timeout: min(max, base * 2**(receives - 1)) s.
+DEFAULT_BACKOFF_BASE_S: Final = 2
+DEFAULT_BACKOFF_MAX_S: Final = 300
 DAY_S: Final = 86_400
 #: SQS keeps a message 4 days unless told otherwise.
 DEFAULT_SOURCE_RETENTION_S: Final = 4 * DAY_S
@@ -63,6 +69,15 @@ ERROR_MAX_CHARS: Final = 500
 QUARANTINE_ATTR_MESSAGE_ID: Final = "once.original_message_id"
 QUARANTINE_ATTR_REASON: Final = "once.reason"
 QUARANTINE_ATTR_ERROR: Final = "once.error"
+#: ``once.reason`` values: why a message was quarantined.
+REASON_INVALID_JSON: Final = "INVALID_JSON"
+REASON_INVALID_ENVELOPE: Final = "INVALID_ENVELOPE"
+REASON_INVALID_KEY: Final = "INVALID_KEY"
+REASON_INVALID_PAYLOAD: Final = "INVALID_PAYLOAD"
+REASON_CONFLICT: Final = "CONFLICT"
+REASON_PERMANENT_ERROR: Final = "PERMANENT_ERROR"
+#: Also the error stored on the record of a quarantined takeover.
+REASON_LEASE_EXPIRED: Final = "LEASE_EXPIRED"
 
 # --- Metric names (CloudWatch EMF), one per outcome ------------------------------------------
 METRIC_PROCESSED: Final = "Processed"
@@ -72,5 +87,7 @@ METRIC_CONFLICT: Final = "Conflict"
 METRIC_FAILED: Final = "Failed"
 METRIC_QUARANTINED: Final = "Quarantined"
 METRIC_LEASE_LOST: Final = "LeaseLost"
+#: A claim took over an expired lease and, by policy, quarantined instead of running.
+METRIC_LEASE_EXPIRED: Final = "LeaseExpired"
 METRIC_TAKEOVER: Final = "Takeover"
 METRIC_DEADLINE: Final = "DeadlineSkipped"

@@ -2,8 +2,9 @@
 
 It resolves the configuration at the first invocation (arguments first, then environment
 variables, then the defaults in ``constants``), so that a module-level handler can be
-imported before its environment exists. It creates the AWS clients once per process, and
-returns the partial batch response. The handler raises only for a broken configuration; a
+imported before its environment exists. It creates the AWS clients once per process,
+returns the partial batch response, and sets when the records it reports failed come back
+(``visibility.py``). The handler raises only for a broken configuration; a
 record-level problem always becomes an entry in ``batchItemFailures`` (or an
 acknowledgment). ``Handler.bind`` runs it with a record store or quarantine of the caller's
 choosing instead of the ones built from the configuration.
@@ -12,6 +13,7 @@ choosing instead of the ones built from the configuration.
 from __future__ import annotations
 
 import os
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +22,14 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSEvent
 from botocore.config import Config
 
 from once import constants as c
+from once.backoff import Backoff
 from once.models import METRIC_NAMES
 from once.observability import logger, publish, subsegment
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
 from once.quarantine import Quarantine
 from once.store import RecordStore
+from once.visibility import Visibility
 
 _FROM_ENV: Any = object()
 
@@ -56,6 +60,8 @@ class Handler:
         lock_timeout_s: int,
         max_workers: int,
         min_remaining_ms: int,
+        quarantine_takeovers: bool,
+        backoff: Backoff | None,
     ) -> None:
         self._process = process
         self._reader = reader
@@ -67,6 +73,9 @@ class Handler:
         self._lock_timeout_s = lock_timeout_s
         self._max_workers = max_workers
         self._min_remaining_ms = min_remaining_ms
+        self._quarantine_takeovers = quarantine_takeovers
+        self._backoff = backoff
+        self._visibility: Visibility | None = None
         self._config: _Config | None = None
         self._store: RecordStore | None = None
         self._quarantine: Quarantine | None = None
@@ -107,7 +116,7 @@ class Handler:
             return self._config
         retention = self._retention_s
         if retention is None:
-            retention = int(os.getenv(c.ENV_RETENTION_S, c.DEFAULT_RETENTION_S))
+            retention = _env_retention_s()
         return _Config(
             table_name=self._table_name or os.getenv(c.ENV_TABLE_NAME) or None,
             dlq_url=(os.getenv(c.ENV_DLQ_URL) or None)
@@ -148,17 +157,19 @@ class Handler:
                     retention_s=config.retention_s,
                 )
             quarantine = self._quarantine
+            needs_sqs = self._backoff is not None or (quarantine is None and config.dlq_url)
+            sqs = boto3.client("sqs", config=client_config) if needs_sqs else None
             if quarantine is None:
-                quarantine = Quarantine(
-                    boto3.client("sqs", config=client_config) if config.dlq_url else None,
-                    config.dlq_url,
-                )
+                quarantine = Quarantine(sqs if config.dlq_url else None, config.dlq_url)
+            if self._backoff is not None:
+                self._visibility = Visibility(sqs, self._backoff, logger)
             settings = Settings(
                 key_prefix=config.key_prefix,
                 lease_margin_ms=self._lease_margin_s * 1000,
                 lock_timeout_ms=self._lock_timeout_s * 1000,
                 min_remaining_ms=self._min_remaining_ms,
                 max_workers=self._max_workers,
+                quarantine_takeovers=self._quarantine_takeovers,
             )
             self._processor = BatchProcessor(
                 self._process, store, quarantine, self._reader, settings, logger
@@ -174,16 +185,41 @@ class Handler:
                 handled = processor.run(records, context)
                 if segment is not None:
                     segment.put_annotation("records", len(handled))
-        except Exception:
-            # A bug, not a record problem: acknowledge nothing, let SQS redeliver.
-            logger.exception("batch aborted; every record will be redelivered")
+        except Exception as error:
+            # A bug, not a record problem: acknowledge nothing, let SQS redeliver. The log
+            # names the error's class and where it was raised; its message may quote a body.
+            logger.error(
+                "batch aborted; every record will be redelivered",
+                extra={
+                    "error": type(error).__name__,
+                    "stack": traceback.format_tb(error.__traceback__),
+                },
+            )
             return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in records]}
         publish((METRIC_NAMES[h.outcome], h.takeover) for h in handled)
+        if self._visibility is not None:
+            self._visibility.delay(records, handled)
         return {
             "batchItemFailures": [
                 {"itemIdentifier": h.message_id} for h in handled if not h.outcome.acknowledged
             ]
         }
+
+
+def _env_retention_s() -> int:
+    text = os.getenv(c.ENV_RETENTION_S)
+    if text is None:
+        return c.DEFAULT_RETENTION_S
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(
+            f"{c.ENV_RETENTION_S} must be a positive whole number of seconds (got {text!r}); "
+            f"unset, records are kept {c.DEFAULT_RETENTION_S} s"
+        )
+    return value
 
 
 def make_handler(
@@ -199,17 +235,58 @@ def make_handler(
     retention_s: int | None = None,
     max_workers: int = c.DEFAULT_MAX_WORKERS,
     min_remaining_ms: int = c.DEFAULT_MIN_REMAINING_MS,
+    envelope: str | None = None,
+    on_expired_lease: str = "run",
+    backoff_base_s: int | None = c.DEFAULT_BACKOFF_BASE_S,
+    backoff_max_s: int | None = c.DEFAULT_BACKOFF_MAX_S,
 ) -> Handler:
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
 
     ``key`` and ``validate`` are JMESPath expressions over the parsed JSON body: the business
-    key, and the part whose hash must match on every delivery (``None``: no check).
+    key (a non-empty string or an integer; the integer ``7`` and the string ``"7"`` are the
+    same key), and the part whose hash must match on every delivery (``None``: no check).
+    ``envelope`` is applied to the parsed body first, with Powertools' JMESPath functions
+    (``"powertools_json(Message)"`` for SNS to SQS, ``"detail"`` for EventBridge to SQS): the
+    key, the validation and ``process`` all see the unwrapped body, so the same payload
+    published twice is a duplicate. A body it does not match is quarantined
+    (``INVALID_ENVELOPE``).
+
+    ``on_expired_lease="run"`` (the default) runs business code again when a claim takes
+    over an expired IN_PROGRESS lease (``attempt.takeover``; a downstream fence absorbs it).
+    ``"quarantine"`` is for effects that cannot be fenced: such a claim runs nothing, marks
+    the record FAILED (``LEASE_EXPIRED``) and sends the message to the DLQ with
+    ``once.reason=LEASE_EXPIRED``; once a person has checked the effect and redriven it, the
+    redriven message runs. A conservatively true takeover (a retried claim, see
+    ``Attempt.takeover``) is quarantined too.
+
+    A record reported in ``batchItemFailures`` comes back after
+    ``min(backoff_max_s, backoff_base_s * 2**(n-1))`` s, n its ApproximateReceiveCount; a
+    BUSY one no later than the holder's lease ends (+1 s). They are set with
+    ``ChangeMessageVisibilityBatch`` on the source queue (its URL from ``eventSourceARN``,
+    on the SQS client's endpoint); a change that fails is logged and changes nothing else.
+    ``None`` for either turns backoff off: the queue's visibility timeout applies.
+    ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
+    until its lease has ended, so a live claim never counts as absent.
     ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
     environment at the first invocation; ``dlq_url=None`` turns the quarantine fast path off.
+
+    What ``process`` returns is stored on the record as JSON (Decimals as their exact text).
+    A result that cannot be encoded completes the record with its type only and logs a
+    warning: once business code has returned, its effect happened, and a record left FAILED
+    would run it again on every redelivery.
     """
+    if on_expired_lease not in ("run", "quarantine"):
+        raise ValueError(
+            f'on_expired_lease must be "run" or "quarantine" (got {on_expired_lease!r})'
+        )
+    if retention_s is not None and retention_s <= 0:
+        raise ValueError(
+            f"retention_s must be a positive number of seconds (got {retention_s}): a record "
+            "must outlive the source queue and the DLQ for a late redrive to be deduplicated"
+        )
     return Handler(
         process,
-        reader=BodyReader(key, validate),
+        reader=BodyReader(key, validate, envelope),
         table_name=table_name,
         dlq_url=dlq_url,
         retention_s=retention_s,
@@ -218,4 +295,10 @@ def make_handler(
         lock_timeout_s=lock_timeout_s,
         max_workers=max_workers,
         min_remaining_ms=min_remaining_ms,
+        quarantine_takeovers=on_expired_lease == "quarantine",
+        backoff=(
+            Backoff(backoff_base_s, backoff_max_s)
+            if backoff_base_s is not None and backoff_max_s is not None
+            else None
+        ),
     )

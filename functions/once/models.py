@@ -27,17 +27,25 @@ class Outcome(StrEnum):
     PROCESSED = "processed"  # business logic ran and the record is COMPLETED
     DUPLICATE = "duplicate"  # already COMPLETED with the same payload: not run again
     BUSY = "busy"  # another live claim holds the key: retried later
-    CONFLICT = "conflict"  # same key, different payload: never run, quarantined
+    CONFLICT = "conflict"  # same key, different payload: never run, its copy in the DLQ
     FAILED = "failed"  # transient failure: record FAILED, message retried
     QUARANTINED = "quarantined"  # permanent failure, sent to the DLQ and acknowledged
     LEASE_LOST = "lease_lost"  # a newer claim owns the key; nothing was overwritten
+    LEASE_EXPIRED = "lease_expired"  # a takeover under on_expired_lease="quarantine": in the DLQ
     DEADLINE = "deadline"  # not claimed: too little time left in the invocation
     SKIPPED = "skipped"  # FIFO: an earlier record of the same group failed
 
     @property
     def acknowledged(self) -> bool:
-        """True when SQS may delete the message: it is done or it is in the DLQ."""
-        return self in (Outcome.PROCESSED, Outcome.DUPLICATE, Outcome.QUARANTINED)
+        """True when SQS may delete the message: it is done or it is in the DLQ. (A CONFLICT
+        or LEASE_EXPIRED whose quarantine failed is FAILED, so both are always in the DLQ.)"""
+        return self in (
+            Outcome.PROCESSED,
+            Outcome.DUPLICATE,
+            Outcome.QUARANTINED,
+            Outcome.CONFLICT,
+            Outcome.LEASE_EXPIRED,
+        )
 
 
 #: EMF metric name for each outcome.
@@ -49,6 +57,7 @@ METRIC_NAMES: dict[Outcome, str] = {
     Outcome.FAILED: c.METRIC_FAILED,
     Outcome.QUARANTINED: c.METRIC_QUARANTINED,
     Outcome.LEASE_LOST: c.METRIC_LEASE_LOST,
+    Outcome.LEASE_EXPIRED: c.METRIC_LEASE_EXPIRED,
     Outcome.DEADLINE: c.METRIC_DEADLINE,
     Outcome.SKIPPED: c.METRIC_FAILED,
 }
@@ -114,6 +123,9 @@ class Attempt:
     fence: int
     message_id: str
     takeover: bool
+    """True when this claim took over one that expired mid-flight: reconcile downstream.
+    Conservatively true after a retried claim whose fence is above 1 (a lost response hides
+    whether the earlier claim had finished)."""
     record: Record | None
     """The record as it was before this claim (None for a new key): after a takeover or a
     retry it tells what the previous attempt left behind."""

@@ -2,7 +2,8 @@
 
 Every record gets one log line with ``message_id``, ``key``, ``fence`` and ``outcome``; no
 payload values are logged at INFO. Each outcome is an EMF metric (names in
-``once.constants``); of these, the stack alarms on ``LeaseLost`` and ``Conflict``.
+``once.constants``); of these, the stack alarms on ``LeaseLost``, ``Conflict`` and
+``LeaseExpired``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What the protocol derives from a message and from a result: the parsed body, the business
-key, the payload hash, the stored result and the stored error.
+"""What the protocol derives from a message and from a result: the parsed and unwrapped
+body, the business key, the payload hash, the stored result and the stored error.
 
 Everything here is pure and cheap. A body that cannot yield a key is a permanent failure
 (`BadMessage`), never an exception that escapes the batch.
@@ -13,16 +13,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import jmespath
+from aws_lambda_powertools.shared.json_encoder import Encoder
+from aws_lambda_powertools.utilities.jmespath_utils import PowertoolsFunctions
 from jmespath.parser import ParsedResult
 
 from once import constants as c
+from once.models import PermanentError
 
 #: Sentinel for ``validate``: hash the whole body.
 WHOLE_BODY = "@"
 
 
 class BadMessage(Exception):
-    """The body cannot be processed at all: not JSON, no usable key. Quarantined."""
+    """The body cannot be processed at all: not JSON, no match for the envelope, no usable
+    key, a part to validate that cannot be computed. Quarantined with ``reason``; the
+    message is ours, free of body values."""
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
@@ -47,50 +52,138 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: Powertools' JMESPath functions (``powertools_json``, ``powertools_base64``,
+#: ``powertools_base64_gzip``), available in the envelope, key and validate expressions.
+_OPTIONS = jmespath.Options(custom_functions=PowertoolsFunctions())
+
+
 class BodyReader:
     """Parses bodies with the compiled JMESPath expressions of one handler."""
 
-    def __init__(self, key: str, validate: str | None) -> None:
+    def __init__(self, key: str, validate: str | None, envelope: str | None = None) -> None:
         self._key = jmespath.compile(key)
         self._validate: ParsedResult | None = (
             jmespath.compile(validate) if validate is not None else None
         )
+        self._envelope: ParsedResult | None = (
+            jmespath.compile(envelope) if envelope is not None else None
+        )
 
     def read(self, raw_body: str) -> Parsed:
-        try:
-            return self._read(raw_body)
-        except RecursionError:
-            # A body nested deeper than Python's recursion limit (``[[[[...``, well within
-            # SQS's 256 KiB): one poison record, never a reason to fail the whole batch.
-            raise BadMessage("INVALID_JSON", "body is nested too deeply") from None
+        """The body, its key and its payload hash; or ``BadMessage`` for this body alone.
 
-    def _read(self, raw_body: str) -> Parsed:
+        Total by design: whatever the body holds and whatever the expressions do with it
+        (a JMESPath type error, a lone surrogate, nesting past the recursion limit), the
+        failure is this body's bad input, never an exception that fails the whole batch.
+        The detail names the failing step and the error's class, never a body value.
+        """
         try:
             body = json.loads(raw_body)
-        except (TypeError, ValueError) as error:
-            raise BadMessage("INVALID_JSON", f"body is not JSON ({type(error).__name__})") from None
-        key = self._key.search(body) if isinstance(body, dict) else None
+        except RecursionError:
+            # A body nested deeper than Python's recursion limit (``[[[[...``, well within
+            # SQS's 256 KiB).
+            raise BadMessage(c.REASON_INVALID_JSON, "body is nested too deeply") from None
+        except Exception as error:
+            raise BadMessage(c.REASON_INVALID_JSON, f"body is not JSON ({_name(error)})") from None
+        if self._envelope is not None:
+            body = self._unwrap(body)
+        key = self._key_of(body)
+        try:
+            validated = (
+                self._validate.search(body, _OPTIONS) if self._validate is not None else None
+            )
+        except Exception as error:
+            raise BadMessage(
+                c.REASON_INVALID_PAYLOAD,
+                f"validate expression failed on this body ({_name(error)})",
+            ) from None
+        try:
+            payload_hash = sha256(canonical_json(validated))
+        except UnicodeEncodeError:
+            raise BadMessage(
+                c.REASON_INVALID_JSON, "body holds a lone surrogate: it is not Unicode text"
+            ) from None
+        except Exception as error:
+            raise BadMessage(
+                c.REASON_INVALID_JSON, f"body cannot be hashed ({_name(error)})"
+            ) from None
+        return Parsed(body=body, key=str(key), payload_hash=payload_hash)
+
+    def _unwrap(self, body: Any) -> Any:
+        """What the envelope expression finds in the body: the payload that the key, the
+        validation and business code see."""
+        assert self._envelope is not None
+        try:
+            inner = self._envelope.search(body, _OPTIONS)
+        except Exception as error:
+            raise BadMessage(
+                c.REASON_INVALID_ENVELOPE, f"envelope failed on this body ({_name(error)})"
+            ) from None
+        if inner is None:
+            raise BadMessage(c.REASON_INVALID_ENVELOPE, "envelope matched nothing in this body")
+        return inner
+
+    def _key_of(self, body: Any) -> str | int:
+        try:
+            key = self._key.search(body, _OPTIONS) if isinstance(body, dict) else None
+        except Exception as error:
+            raise BadMessage(
+                c.REASON_INVALID_KEY, f"key expression failed on this body ({_name(error)})"
+            ) from None
         # bool is an int to Python, but never a business key.
         if isinstance(key, bool) or not (isinstance(key, int) or (isinstance(key, str) and key)):
             raise BadMessage(
-                "INVALID_KEY",
-                f"key is not a non-empty string or an integer (got {type(key).__name__})",
+                c.REASON_INVALID_KEY,
+                f"key is not a non-empty string or an integer (got {_name(key)})",
             )
-        if len(str(key).encode("utf-8")) > c.MAX_KEY_BYTES:
-            raise BadMessage("INVALID_KEY", f"key is longer than {c.MAX_KEY_BYTES} bytes")
-        validated = self._validate.search(body) if self._validate is not None else None
-        return Parsed(body=body, key=str(key), payload_hash=sha256(canonical_json(validated)))
+        try:
+            size = len(str(key).encode("utf-8"))
+        except UnicodeEncodeError:
+            raise BadMessage(
+                c.REASON_INVALID_KEY, "key holds a lone surrogate: it is not Unicode text"
+            ) from None
+        if size > c.MAX_KEY_BYTES:
+            raise BadMessage(c.REASON_INVALID_KEY, f"key is longer than {c.MAX_KEY_BYTES} bytes")
+        return key
+
+
+def _name(value: Any) -> str:
+    return type(value).__name__
 
 
 def encode_result(result: Any, cap_bytes: int = c.RESULT_CAP_BYTES) -> str:
-    """The JSON stored as ``result``; over the cap, only its size and sha256."""
-    text = canonical_json(result)
+    """The JSON stored as ``result``; over the cap, only its size and sha256.
+
+    Decimals (what boto3's resource API returns), dataclasses and pydantic models are
+    encoded as Powertools' idempotency utility encodes them. Raises ``TypeError`` or
+    ``ValueError`` for a result that is not JSON even so (see ``unencodable_result``).
+    """
+    text = json.dumps(
+        result, cls=Encoder, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     size = len(text.encode("utf-8"))
     if size <= cap_bytes:
         return text
     return canonical_json({"capped": True, "size": size, "sha256": sha256(text)})
 
 
+def unencodable_result(result: Any) -> str:
+    """What is stored when a result cannot be encoded: its type, nothing of its value.
+
+    Business code returned, so its effect happened: the record completes with this stand-in
+    rather than failing, which would invite every redelivery to run the effect again.
+    """
+    return canonical_json({"unencodable": type(result).__name__})
+
+
 def describe_error(error: BaseException) -> str:
-    """Class and message, cut short: stored on FAILED records and in DLQ attributes."""
-    return f"{type(error).__name__}: {error}"[: c.ERROR_MAX_CHARS]
+    """What a FAILED record, the DLQ's ``once.error`` and the logs say of an error, cut short.
+
+    Its class, always. Its message only for a ``PermanentError`` (and its subclasses), whose
+    text business code writes for operators (and the README asks to keep free of payload
+    values): any other message may quote the payload, as Python's own do
+    (``invalid literal for int() with base 10: '...'``).
+    """
+    if isinstance(error, PermanentError):
+        return f"{type(error).__name__}: {error}"[: c.ERROR_MAX_CHARS]
+    return type(error).__name__[: c.ERROR_MAX_CHARS]

@@ -23,8 +23,17 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from once import constants as c
 from once.models import Attempt, Outcome, PermanentError
-from once.payload import BadMessage, BodyReader, Parsed, describe_error, encode_result
+from once.payload import (
+    BadMessage,
+    BodyReader,
+    Parsed,
+    describe_error,
+    encode_result,
+    unencodable_result,
+)
+from once.protocol import must_quarantine_takeover
 from once.quarantine import Quarantine
 from once.store import Claimed, RecordStore, Rejected
 
@@ -42,6 +51,8 @@ class Settings:
     lock_timeout_ms: int
     min_remaining_ms: int
     max_workers: int
+    #: on_expired_lease="quarantine": a takeover sends its message to the DLQ, runs nothing.
+    quarantine_takeovers: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,8 @@ class Handled:
     fence: int | None = None
     takeover: bool = False
     reason: str | None = None
+    #: BUSY: how long the holder's lease still ran when the claim was refused.
+    holder_remaining_ms: int | None = None
 
 
 @dataclass
@@ -109,11 +122,14 @@ class BatchProcessor:
             return _Item(record, None, bad)
 
     def _run_unit(self, unit: list[_Item], context: Any, *, stop_on_failure: bool) -> list[Handled]:
-        """Records that must run one after the other: one key, or one FIFO group."""
+        """Records that must run one after the other: one key, or the FIFO groups that
+        share a key. With ``stop_on_failure``, a record not done stops the rest of its group."""
         leaders: dict[tuple[str, str], Handled] = {}
+        stopped: set[str] = set()
         results: list[Handled] = []
         for item in unit:
-            if stop_on_failure and results and not results[-1].outcome.acknowledged:
+            group = _group(item)
+            if group in stopped:
                 handled = Handled(
                     item.record.message_id,
                     Outcome.SKIPPED,
@@ -121,6 +137,8 @@ class BatchProcessor:
                 )
             else:
                 handled = self._run_item(item, context, leaders)
+            if stop_on_failure and not handled.outcome.acknowledged:
+                stopped.add(group)
             self._log(handled)
             results.append(handled)
         return results
@@ -148,15 +166,22 @@ class BatchProcessor:
     def _follow(self, item: _Item, leader: Handled) -> Handled:
         """Same key, same payload, same batch: no write, the leader's outcome decides."""
         assert item.parsed is not None
-        if leader.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT):
+        if leader.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT, Outcome.LEASE_EXPIRED):
             return self._quarantined(
                 item.record,
                 item.parsed.key,
-                leader.reason or "PERMANENT",
+                leader.reason or c.REASON_PERMANENT_ERROR,
                 "follows " + leader.message_id,
+                outcome=leader.outcome,
             )
         outcome = _FOLLOW.get(leader.outcome, leader.outcome)
-        return Handled(item.record.message_id, outcome, item.parsed.key, leader.fence)
+        return Handled(
+            item.record.message_id,
+            outcome,
+            item.parsed.key,
+            leader.fence,
+            holder_remaining_ms=leader.holder_remaining_ms,
+        )
 
     def _claim_and_run(self, record: SQSRecord, parsed: Parsed, context: Any) -> Handled:
         message_id = record.message_id
@@ -169,19 +194,49 @@ class BatchProcessor:
                 lease_ms=self._lease_ms(context),
             )
         except Exception as error:  # DynamoDB unreachable or throttled past retries
-            return Handled(message_id, Outcome.FAILED, parsed.key, reason=type(error).__name__)
+            return Handled(message_id, Outcome.FAILED, parsed.key, reason=_class(error))
         if isinstance(claim, Rejected):
             if claim.outcome is Outcome.CONFLICT:
                 return self._quarantined(
                     record,
                     parsed.key,
-                    "CONFLICT",
+                    c.REASON_CONFLICT,
                     "payload differs from the stored record",
                     outcome=Outcome.CONFLICT,
                     fence=claim.record.fence,
                 )
-            return Handled(message_id, claim.outcome, parsed.key, claim.record.fence)
+            return Handled(
+                message_id,
+                claim.outcome,
+                parsed.key,
+                claim.record.fence,
+                holder_remaining_ms=claim.holder_remaining_ms,
+            )
+        if self._settings.quarantine_takeovers and must_quarantine_takeover(
+            takeover=claim.takeover, previous=claim.previous, reviewed=_reviewed(record)
+        ):
+            return self._quarantine_takeover(record, parsed, record_id, claim)
         return self._execute(record, parsed, record_id, claim)
+
+    def _quarantine_takeover(
+        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
+    ) -> Handled:
+        """Mark the record FAILED (fenced), then send the message to the DLQ for review."""
+        held = Handled(
+            record.message_id, Outcome.LEASE_EXPIRED, parsed.key, claim.fence, claim.takeover
+        )
+        written = self._finalize(self._store.fail, record_id, claim, c.REASON_LEASE_EXPIRED)
+        if not written:
+            return _replace(held, _unfinished(written))
+        return self._quarantined(
+            record,
+            parsed.key,
+            c.REASON_LEASE_EXPIRED,
+            "an earlier claim expired mid-flight; business code was not run",
+            outcome=Outcome.LEASE_EXPIRED,
+            fence=claim.fence,
+            takeover=claim.takeover,
+        )
 
     def _execute(
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
@@ -198,23 +253,34 @@ class BatchProcessor:
             record.message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover
         )
         try:
-            result = encode_result(self._process(parsed.body, attempt))
+            value = self._process(parsed.body, attempt)
         except PermanentError as error:
             if self._finalize(self._store.fail, record_id, claim, describe_error(error)) is False:
                 return _replace(done, Outcome.LEASE_LOST)
             return self._quarantined(
                 record,
                 parsed.key,
-                "PERMANENT_ERROR",
+                c.REASON_PERMANENT_ERROR,
                 describe_error(error),
                 fence=claim.fence,
                 takeover=claim.takeover,
             )
         except Exception as error:
             written = self._finalize(self._store.fail, record_id, claim, describe_error(error))
-            return _replace(done, _unfinished(written), type(error).__name__)
-        written = self._finalize(self._store.complete, record_id, claim, result)
+            return _replace(done, _unfinished(written), describe_error(error))
+        written = self._finalize(self._store.complete, record_id, claim, self._encode(value, done))
         return done if written else _replace(done, _unfinished(written))
+
+    def _encode(self, value: Any, done: Handled) -> str:
+        """The stored result. It never fails: business code returned, the effect happened."""
+        try:
+            return encode_result(value)
+        except (TypeError, ValueError, RecursionError) as error:
+            self._logger.warning(
+                "result is not JSON: the record completes with its type only",
+                extra={"message_id": done.message_id, "key": done.key, "error": _class(error)},
+            )
+            return unencodable_result(value)
 
     def _finalize(
         self, write: Callable[[str, Claimed, str], bool], record_id: str, claim: Claimed, value: str
@@ -223,11 +289,10 @@ class BatchProcessor:
         record stays IN_PROGRESS until its lease ends and the retry takes over."""
         try:
             return write(record_id, claim, value)
-        except Exception:
+        except Exception as error:
             self._logger.warning(
                 "finalize failed",
-                exc_info=True,
-                extra={"record_id": record_id, "fence": claim.fence},
+                extra={"record_id": record_id, "fence": claim.fence, "error": _class(error)},
             )
             return None
 
@@ -242,12 +307,12 @@ class BatchProcessor:
         fence: int | None = None,
         takeover: bool = False,
     ) -> Handled:
-        """Acknowledge a permanent failure only once its copy is in the DLQ."""
+        """Acknowledge a permanent failure only once its copy is in the DLQ. The outcome
+        stays what it was (QUARANTINED, or CONFLICT: its own metric) once the send went
+        through; otherwise the record is FAILED and SQS redelivers it."""
         sent = self._quarantine.send(record.raw_event, reason, error)
         if not sent:
             outcome = Outcome.FAILED
-        elif outcome is Outcome.CONFLICT:
-            outcome = Outcome.QUARANTINED
         return Handled(record.message_id, outcome, key, fence, takeover, reason)
 
     def _lease_ms(self, context: Any) -> int:
@@ -267,6 +332,19 @@ class BatchProcessor:
                 "reason": handled.reason,
             },
         )
+
+
+def _reviewed(record: SQSRecord) -> bool:
+    """Redriven from the DLQ after a person reviewed a quarantined takeover."""
+    attributes = record.message_attributes
+    if c.QUARANTINE_ATTR_REASON not in attributes:
+        return False
+    reason = attributes[c.QUARANTINE_ATTR_REASON]
+    return reason is not None and reason.string_value == c.REASON_LEASE_EXPIRED
+
+
+def _class(error: BaseException) -> str:
+    return type(error).__name__
 
 
 def _unfinished(written: bool | None) -> Outcome:
@@ -293,9 +371,29 @@ def _key_groups(items: list[_Item]) -> list[list[_Item]]:
     return units + list(groups.values())
 
 
+def _group(item: _Item) -> str:
+    return item.record.attributes.message_group_id or ""
+
+
 def _fifo_groups(items: list[_Item]) -> list[list[_Item]]:
-    """FIFO queue: one unit per message group, in the order SQS delivered it."""
-    groups: dict[str, list[_Item]] = {}
+    """FIFO queue: one unit per message group, in the order SQS delivered it; groups that
+    share a business key are one unit, so that copies of a key follow their leader instead
+    of racing its claim (each group still runs in its own order)."""
+    merged: dict[str, str] = {}  # group -> the group it was merged into (union-find)
+
+    def root(group: str) -> str:
+        while merged.get(group, group) != group:
+            group = merged[group]
+        return group
+
+    first_group_of_key: dict[str, str] = {}
     for item in items:
-        groups.setdefault(item.record.attributes.message_group_id or "", []).append(item)
-    return list(groups.values())
+        group = root(_group(item))
+        if item.parsed is not None:
+            other = root(first_group_of_key.setdefault(item.parsed.key, group))
+            if other != group:
+                merged[group] = other
+    units: dict[str, list[_Item]] = {}
+    for item in items:
+        units.setdefault(root(_group(item)), []).append(item)
+    return list(units.values())

@@ -50,3 +50,42 @@ def judge_finalize(old: Record | None, *, me: str, fence: int, target_status: st
     if old is not None and old.owner == me and old.fence == fence and old.status == target_status:
         return Verdict.MINE
     return Verdict.LEASE_LOST
+
+
+def is_takeover(old: Record | None, *, retried: bool) -> bool:
+    """Whether a claim that went through took over a claim that expired mid-flight.
+
+    ``old`` is the live record the claim replaced (None: absent or past its retention). When
+    the claim's response was lost and the SDK's retry found the claim's own record
+    (``retried``), what was there before is no longer visible: any fence above 1 says an
+    earlier claim existed, and the answer is then conservatively true.
+    """
+    if retried:
+        return old is not None and old.fence > 1
+    return old is not None and old.status == c.STATUS_IN_PROGRESS
+
+
+def claim_expires_at(now_ms: int, lease_ms: int, retention_s: int) -> int:
+    """The ``expires_at`` (epoch s) a claim writes: the retention, but never before the
+    lease ends (+1 s). A record past ``expires_at`` counts as absent, so a retention shorter
+    than the lease would otherwise let a second claim in while the first is still live."""
+    lease_end_s = -(-(now_ms + lease_ms) // 1000)  # rounded up
+    return max(now_ms // 1000 + retention_s, lease_end_s + 1)
+
+
+def must_quarantine_takeover(*, takeover: bool, previous: Record | None, reviewed: bool) -> bool:
+    """Under ``on_expired_lease="quarantine"``: whether a claim that went through must send
+    its message to the DLQ instead of running business code.
+
+    A takeover must, and so must a claim of a record that an earlier such quarantine marked
+    FAILED (``LEASE_EXPIRED``) when its DLQ send failed. A message that a person redrove
+    from the DLQ after review (it carries ``once.reason=LEASE_EXPIRED``) runs.
+    """
+    if reviewed:
+        return False
+    unsent = (
+        previous is not None
+        and previous.status == c.STATUS_FAILED
+        and previous.error == c.REASON_LEASE_EXPIRED
+    )
+    return takeover or unsent

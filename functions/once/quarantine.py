@@ -2,8 +2,9 @@
 ``maxReceiveCount`` redeliveries.
 
 The message keeps its body and as many of its own attributes as SQS allows beside ours
-(original message id, reason code, short error). On a FIFO DLQ it keeps its group and
-deduplication ids. The caller acknowledges the message only if this send succeeded.
+(the producer's original message id, reason code, short error). It keeps its message
+group; on a FIFO DLQ its deduplication id is its own message id. The caller acknowledges
+the message only if this send succeeded.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ def _carried_attributes(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return carried
 
 
+def _original_message_id(record: dict[str, Any]) -> str:
+    """The producer's message: kept from an earlier quarantine when a message redriven from
+    the DLQ is quarantined again, so that the chain of custody is never lost."""
+    earlier = (record.get("messageAttributes") or {}).get(c.QUARANTINE_ATTR_MESSAGE_ID) or {}
+    return earlier.get("stringValue") or record["messageId"]
+
+
 class Quarantine:
     """Sends permanently failed records to the DLQ."""
 
@@ -52,7 +60,7 @@ class Quarantine:
         attributes = _carried_attributes(record) | {
             c.QUARANTINE_ATTR_MESSAGE_ID: {
                 "DataType": "String",
-                "StringValue": record["messageId"],
+                "StringValue": _original_message_id(record),
             },
             c.QUARANTINE_ATTR_REASON: {"DataType": "String", "StringValue": reason},
             c.QUARANTINE_ATTR_ERROR: {"DataType": "String", "StringValue": error or reason},
@@ -62,12 +70,16 @@ class Quarantine:
             "MessageBody": record["body"],
             "MessageAttributes": attributes,
         }
-        system = record.get("attributes") or {}
-        if system.get("MessageGroupId"):
-            request["MessageGroupId"] = system["MessageGroupId"]
-            request["MessageDeduplicationId"] = (
-                system.get("MessageDeduplicationId") or record["messageId"]
-            )
+        group = (record.get("attributes") or {}).get("MessageGroupId")
+        if group:
+            # A FIFO message keeps its group; so does a fair (standard) queue's tenant.
+            request["MessageGroupId"] = group
+        if self._url.endswith(".fifo"):
+            # Unique per source message and the same on each of its redeliveries: a retried
+            # quarantine of one message is deduplicated, two messages never are (the
+            # producer's own deduplication id may be shared by different messages).
+            # Standard queues take no deduplication id.
+            request["MessageDeduplicationId"] = record["messageId"]
         try:
             self._client.send_message(**request)
         except (BotoCoreError, ClientError):

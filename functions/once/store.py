@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from once import constants as c
 from once.models import Outcome, Record
-from once.protocol import Verdict, judge_claim, judge_finalize
+from once.protocol import Verdict, claim_expires_at, is_takeover, judge_claim, judge_finalize
 
 _CLAIM_UPDATE = (
     "SET #status = :in_progress, #owner = :me, #lease = :lease, #expires = :expires, "
@@ -79,6 +79,16 @@ class Rejected:
 
     outcome: Outcome
     record: Record
+    #: The store's clock when the claim was refused (epoch ms): with the record's lease,
+    #: how long a BUSY key stays held.
+    at_ms: int
+
+    @property
+    def holder_remaining_ms(self) -> int | None:
+        """How long the holder's lease still runs (None: no lease on the record)."""
+        if self.record.lease_expires_at is None:
+            return None
+        return self.record.lease_expires_at - self.at_ms
 
 
 class RecordStore:
@@ -116,7 +126,7 @@ class RecordStore:
             ":failed": _s(c.STATUS_FAILED),
             ":me": _s(me),
             ":lease": _n(now_ms + lease_ms),
-            ":expires": _n(now_s + self._retention_s),
+            ":expires": _n(claim_expires_at(now_ms, lease_ms, self._retention_s)),
             ":hash": _s(payload_hash),
             ":message": _s(message_id),
             ":now_ms": _n(now_ms),
@@ -128,16 +138,17 @@ class RecordStore:
         )
         if not rejected:
             previous = old if old is not None and old.is_live(now_s) else None
-            takeover = previous is not None and previous.status == c.STATUS_IN_PROGRESS
             fence = (old.fence if old is not None else 0) + 1
+            takeover = is_takeover(previous, retried=False)
             return Claimed(owner=me, fence=fence, takeover=takeover, previous=previous)
         assert old is not None  # a failed claim condition implies an existing item
         verdict = judge_claim(old, me=me, payload_hash=payload_hash)
         if verdict is Verdict.MINE:
             # Our claim landed but its response was lost; the SDK retried it. The fence on
-            # the record is ours. Whether it was a takeover is unknowable now.
-            return Claimed(owner=me, fence=old.fence, takeover=False, previous=None)
-        return Rejected(outcome=Outcome(verdict.value), record=old)
+            # the record is ours; what it replaced is no longer visible.
+            takeover = is_takeover(old, retried=True)
+            return Claimed(owner=me, fence=old.fence, takeover=takeover, previous=None)
+        return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
 
     def complete(self, record_id: str, claim: Claimed, result: str) -> bool:
         """Mark the record COMPLETED with its result. False: the lease was lost."""

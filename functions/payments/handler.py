@@ -13,6 +13,7 @@ import boto3
 
 from once import Attempt, PermanentError, make_handler
 from once import constants as c
+from payments import ENV_LEDGER_TABLE_NAME, SERVICE_NAME
 from payments.ledger import Ledger
 
 _ledger: Ledger | None = None
@@ -22,10 +23,10 @@ def _get_ledger() -> Ledger:
     """One client per process, created at the first payment."""
     global _ledger
     if _ledger is None:
-        table = os.environ.get(c.ENV_LEDGER_TABLE_NAME)
+        table = os.environ.get(ENV_LEDGER_TABLE_NAME)
         if not table:
             raise RuntimeError(
-                f"{c.ENV_LEDGER_TABLE_NAME} is not set: the ledger table "
+                f"{ENV_LEDGER_TABLE_NAME} is not set: the ledger table "
                 "name is needed to apply payments"
             )
         _ledger = Ledger(boto3.client("dynamodb"), table)
@@ -49,5 +50,5 @@ def credit(body: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
 lambda_handler = make_handler(
     credit,
     key="paymentId",
-    key_prefix=os.getenv(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME),
+    key_prefix=os.getenv(c.ENV_SERVICE_NAME, SERVICE_NAME),
 )

@@ -3,8 +3,9 @@
 One ``TransactWriteItems`` puts the entry ``payment#<id>`` (condition: it does not exist)
 and adds the amount to ``account#<account>``. If an earlier attempt applied the effect and
 crashed before the idempotency record was finalized, the put is refused, nothing is added
-twice, and the entry already written is the answer. This is what carrying ``attempt.key``
-and ``attempt.fence`` downstream looks like.
+twice, and the entry already written is the answer, provided it credits the same account
+with the same amount: an entry that disagrees with the request is a ``PermanentError``.
+This is what carrying ``attempt.key`` and ``attempt.fence`` downstream looks like.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from once import PermanentError
 from once import constants as c
 
 ENTRY_PREFIX = "payment#"
@@ -63,7 +65,15 @@ class Ledger:
             existing = self._existing_entry(error, payment_id)
             if existing is None:
                 raise
-            return {**_entry_view(payment_id, existing), "applied": "earlier"}
+            earlier = _entry_view(payment_id, existing)
+            if (earlier["account"], earlier["amount"]) != (account, amount):
+                # The id was used for another credit (a producer reusing ids once the
+                # idempotency record's retention passed): applying nothing and acknowledging
+                # would lose this payment. A person must look at it.
+                raise PermanentError(
+                    "payment id already credited with another account or amount"
+                ) from None
+            return {**earlier, "applied": "earlier"}
         return {**_entry_view(payment_id, entry), "applied": "now"}
 
     def _existing_entry(self, error: ClientError, payment_id: str) -> dict[str, Any] | None:

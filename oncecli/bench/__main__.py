@@ -1,7 +1,7 @@
 """``make bench``: every benchmark, then ``docs/performance.md`` and its plots.
 
     python -m oncecli.bench [--scale full|quick|smoke] [--engines moto,dynamodb-local]
-                            [--sections work,latency,profile,coldstart,throughput]
+                            [--sections work,batches,latency,profile,coldstart,throughput]
 
 Each engine's measurements run in a child process (``oncecli.bench.run``), under
 ``unshare -n`` for DynamoDB Local, with stdout discarded (the consumers log each record
@@ -31,17 +31,18 @@ from oncecli.bench.report import machine, render
 from oncecli.localcloud.engines import ENGINES, in_private_netns, netns_argv
 from oncecli.project import ROOT
 
-ALL_SECTIONS = ("work", "latency", "profile", "coldstart", "throughput")
+ALL_SECTIONS = ("work", "batches", "latency", "profile", "coldstart", "throughput")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "once-bench"
 
 
 def _engine_sections(engine: str, engines: list[str], sections: list[str]) -> list[str]:
-    """Latency on every engine; work and profile once, on DynamoDB Local when it runs
-    (it reports consumed capacity; moto's figures are not DynamoDB's)."""
+    """Latency on every engine; work, big batches and profile once, on DynamoDB Local when
+    it runs (it reports consumed capacity and serves calls in parallel; moto's figures are
+    not DynamoDB's)."""
     home = "dynamodb-local" if "dynamodb-local" in engines else engines[0]
     return [
         s
-        for s in ("work", "latency", "profile")
+        for s in ("work", "batches", "latency", "profile")
         if s in sections and (s == "latency" or engine == home)
     ]
 
@@ -120,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     sections = [s for s in args.sections.split(",") if s]
     console = Console(stderr=True)
     started = time.monotonic()
+    load_start = os.getloadavg()
     plan = {e: _engine_sections(e, engines, sections) for e in engines}
     total = sum(run.steps(s, args.scale) for s in plan.values())
     total += len(coldstart.MODULES) + 1 if "coldstart" in sections else 0
@@ -178,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": seconds,
         "machine": machine(),
         "command": command,
+        "load": {"start": load_start, "end": os.getloadavg()},
     }
     args.docs.mkdir(parents=True, exist_ok=True)
     page = render(results, args.docs, Console())

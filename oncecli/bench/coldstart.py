@@ -4,12 +4,13 @@ Import time is measured in fresh interpreters (the median of several), for
 ``payments.handler`` beside a minimal Powertools consumer module written the documented
 way (``lambdas/powertools_handler.py``). One extra ``-X importtime`` run says which packages
 the time goes to. The asset is ``functions/`` plus what ``requirements-lambda.txt`` installs
-(``pip install --target``, cached), or the bundle CDK already built if there is one.
+(``pip install --target``, cached), or the bundle of the last ``make synth`` if there is one.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import statistics
@@ -98,12 +99,28 @@ def _tree_bytes(path: Path) -> int:
 
 
 def _bundle_dir() -> Path | None:
-    """A bundle CDK or ``build/`` already holds: the directory holding ``payments/``."""
-    for base in (ROOT / "cdk.out", ROOT / "build"):
-        if base.is_dir():
-            for found in base.glob("**/payments/handler.py"):
-                return found.parent.parent
+    """The function's bundle in the cloud assembly that ``make synth`` last wrote: the zip
+    asset its assets manifest names that holds ``payments/`` (cdk.out keeps older bundles
+    beside it, so the manifest, not a glob, says which one is current)."""
+    out = ROOT / "cdk.out"
+    for manifest in sorted(out.glob("*.assets.json")):
+        for asset in json.loads(manifest.read_text()).get("files", {}).values():
+            path = out / asset["source"]["path"]
+            if (path / "payments" / "handler.py").is_file():
+                return path
     return None
+
+
+def _same_code(bundle: Path) -> bool:
+    """True when the bundle's ``once`` and ``payments`` are the sources in ``functions/``."""
+    for pkg in ("once", "payments"):
+        ours = {p.relative_to(FUNCTIONS): p for p in (FUNCTIONS / pkg).rglob("*.py")}
+        theirs = {p.relative_to(bundle): p for p in (bundle / pkg).rglob("*.py")}
+        if ours.keys() != theirs.keys() or any(
+            ours[k].read_bytes() != theirs[k].read_bytes() for k in ours
+        ):
+            return False
+    return True
 
 
 def _installed(cache: Path) -> Path | None:
@@ -137,7 +154,11 @@ def _installed(cache: Path) -> Path | None:
 def asset_size(cache: Path, install: bool = True) -> dict[str, Any]:
     """Bytes of the asset: our code, its dependencies, and the share the runtime has."""
     bundle = _bundle_dir()
-    source = "cdk bundle " + str(bundle.relative_to(ROOT)) if bundle else None
+    source = None
+    if bundle is not None:
+        source = "the function's bundle from `make synth`, in cdk.out" + (
+            "" if _same_code(bundle) else ", built from older sources than functions/"
+        )
     deps = bundle or (_installed(cache) if install else None)
     if deps is None:
         return {

@@ -15,12 +15,14 @@ import time
 from typing import Any
 
 from oncecli.aws import local_env
-from oncecli.bench import latency, profile, work
+from oncecli.bench import batches, latency, profile, work
 from oncecli.bench.subjects import Subjects
 from oncecli.bench.wire import Wire
 from oncecli.localcloud.engines import ENGINES, engine_named
 
-SECTIONS = ("work", "latency", "profile")
+SECTIONS = ("work", "batches", "latency", "profile")
+#: Batches per consumer measured on the engine before its warm-up.
+COLD_REPS = 5
 
 
 def tick(step: str) -> None:
@@ -33,7 +35,9 @@ def steps(sections: list[str], scale: str) -> int:
     return (
         (2 if "work" in sections else 0)
         + (1 if "profile" in sections else 0)
+        + (batches.steps(scale) if "batches" in sections else 0)
         + (len(latency.matrix(scale)) if "latency" in sections else 0)
+        + (2 if {"batches", "latency"} & set(sections) else 0)
     )
 
 
@@ -52,6 +56,18 @@ def measure(engine: str, sections: list[str], scale: str) -> dict[str, Any]:
             tick("work: paths")
             results["paths"] = work.paths(subjects, n=4 if scale == "smoke" else 10)
             subjects.wire.capacity_on = False
+        if {"batches", "latency"} & set(sections):
+            # The smallest batch on the engine as it started, then the warm-up every later
+            # figure relies on (the cold row shows what the warm-up is worth).
+            meter = batches.Meter(batches.engine_pid(eng.port))
+            cold_size = min(batches.plan(scale).reps)
+            tick(f"cold engine: {cold_size} records")
+            results["cold"] = batches.run_size(subjects, meter, cold_size, COLD_REPS)
+            records = batches.plan(scale).warm_up
+            tick(f"warm-up: {records} records per consumer")
+            results["warm_up"] = batches.warm_up(subjects, records)
+        if "batches" in sections:
+            results["batches"] = batches.run(subjects, meter, scale, tick)
         if "latency" in sections:
             results["latency"] = latency.run(subjects, scale, tick)
         if "profile" in sections:

@@ -104,7 +104,11 @@ class Subjects:
         for table in TABLES.values():
             create_table(client, table)
 
-    def build(self, name: str, process: Callable[[Any, Any], Any]) -> Handler:
+    def build(
+        self, name: str, process: Callable[[Any, Any], Any], *, max_workers: int | None = None
+    ) -> Handler:
+        """A handler of consumer ``name``; ``max_workers`` (``once`` only) overrides its
+        default."""
         if name == "once":
             return once.make_handler(
                 process,
@@ -112,6 +116,7 @@ class Subjects:
                 table_name=TABLES["once"],
                 key_prefix=KEY_PREFIX,
                 dlq_url=None,
+                **({} if max_workers is None else {"max_workers": max_workers}),
             )
         if name == "powertools":
             return powertools.make_handler(

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from oncecli.errors import EngineFailed, SynthFailed
-from oncecli.project import BUILD_DIR, ROOT
+from oncecli.project import BUILD_DIR, PROJECT_NODE, ROOT
 
 STACK_NAME = "Once-local"
 #: Inputs of the synthesized template: a change to any of them means synthesizing again.
-_SYNTH_INPUTS = ("app.py", "cdk.json", "requirements-lambda.txt", "infra", "functions")
+_SYNTH_INPUTS = ("app.py", "cdk.json", "requirements-lambda.txt", "once_cdk", "infra", "functions")
 #: Never stripped: the demo must use the template's own queues, tables and function.
 _KEPT_TYPES = {"AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function"}
 _STRIPPED_TYPES = {
@@ -66,6 +66,8 @@ def synth(context: dict[str, str] | None = None, *, log: Path | None = None) -> 
         **os.environ,
         "CDK_OUTDIR": str(staging),
         "CDK_CONTEXT_JSON": json.dumps(ctx),
+        # jsii runs the app's constructs on the Node.js LTS that npm installed, if any.
+        **({"JSII_NODE": str(PROJECT_NODE)} if PROJECT_NODE.is_file() else {}),
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
     }
     run = subprocess.run(

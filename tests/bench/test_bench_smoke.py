@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from oncecli.bench import batches
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,7 +28,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
             "--scale",
             "smoke",
             "--sections",
-            "work,latency,profile,coldstart",
+            "work,batches,latency,profile,coldstart",
             "--docs",
             str(tmp_path),
             "--json",
@@ -42,6 +44,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
     page = (tmp_path / "performance.md").read_text()
     for heading in (
         "## Tuning goal",
+        "## Big batches: DynamoDB Local",
         "## Batch latency: moto server",
         "## Batch latency: DynamoDB Local",
         "## DynamoDB work per record",
@@ -49,7 +52,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
         "## What bounds each figure",
     ):
         assert heading in page
-    for plot in ("perf_latency.png", "perf_work.png", "perf_coldstart.png"):
+    for plot in ("perf_latency.png", "perf_work.png", "perf_coldstart.png", "perf_batches.png"):
         assert (tmp_path / plot).stat().st_size > 1000
     data = json.loads(results.read_text())
     paths = data["engines"]["dynamodb-local"]["paths"]
@@ -61,3 +64,16 @@ def test_bench_smoke(tmp_path: Path) -> None:
     for engine in ("moto", "dynamodb-local"):
         for row in data["engines"][engine]["latency"]:
             assert row["once"]["median_ms"] > 0 and row["powertools"]["median_ms"] > 0
+    big = data["engines"]["dynamodb-local"]["batches"]
+    assert [row["batch"] for row in big["rows"]] == list(batches.plan("smoke").reps)
+    for row in big["rows"]:
+        for name in ("once", "powertools"):
+            assert len(row[name]["samples"]) == row["reps"]
+            assert row[name]["cpu_ms_per_record"] > 0
+            assert row[name]["engine_cpu_ms_per_call"] >= 0
+            assert 0 <= row[name]["other_cpu_share"] <= 1
+        assert row["floor"]["floor_ms"] >= row["floor"]["waits_ms"] > 0
+    swept = {(row["batch"], row["max_workers"]) for row in big["sweep"]}
+    plan = batches.plan("smoke")
+    assert swept == {(size, w) for size in plan.sweep_sizes for w in plan.sweep}
+    assert data["engines"]["dynamodb-local"]["warm_up"]["records"] >= plan.warm_up

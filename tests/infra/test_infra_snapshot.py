@@ -1,4 +1,4 @@
-"""A snapshot of each stage's template, asset hashes masked.
+"""A snapshot of each variant's template, asset hashes masked.
 
 A change to the stack shows up here as a diff to review. Regenerate after a deliberate
 change with ``UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/infra``.
@@ -21,7 +21,7 @@ def masked(template: dict) -> dict:
 
 
 def test_template_matches_its_snapshot(synth):
-    path = SNAPSHOTS / f"{synth.stack.stack_name}.json"
+    path = SNAPSHOTS / f"Once-{synth.name}.json"
     current = masked(synth.template)
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         SNAPSHOTS.mkdir(exist_ok=True)

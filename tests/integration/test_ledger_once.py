@@ -188,3 +188,25 @@ def test_no_account_or_amount_appears_in_info_logs(aws, service, sqs_event, capl
     for line in lines:
         assert ACCOUNT not in line
         assert str(AMOUNT) not in line
+
+
+@pytest.mark.parametrize(
+    "changed", [{"account": "acct-Other-1"}, {"amount": AMOUNT + 1}], ids=["account", "amount"]
+)
+def test_a_payment_id_reused_for_another_credit_is_quarantined_not_acknowledged(
+    aws, service, sqs_event, clock, changed: dict[str, Any]
+) -> None:
+    assert service(sqs_event([payment()]), None) == {"batchItemFailures": []}
+    clock.advance(c.DEFAULT_RETENTION_S + 1)  # the record now counts as absent, by design
+    reused = payment(**changed)
+
+    assert service(sqs_event([reused]), None) == {"batchItemFailures": []}
+
+    assert ledger(aws).balance(ACCOUNT) == AMOUNT
+    assert ledger(aws).balance("acct-Other-1") == 0
+    assert len(entries(aws)) == 1
+    assert aws.record("p-1", prefix="payments")["status"] == c.STATUS_FAILED
+    [dead] = aws.dlq()
+    assert json.loads(dead["Body"]) == reused
+    reason = dead["MessageAttributes"][c.QUARANTINE_ATTR_REASON]["StringValue"]
+    assert reason == "PERMANENT_ERROR"

@@ -9,7 +9,7 @@ import pytest
 
 from once import constants as c
 from once.models import METRIC_NAMES, Outcome, Record
-from once.protocol import Verdict, judge_claim, judge_finalize
+from once.protocol import Verdict, is_takeover, judge_claim, judge_finalize
 
 ME, OTHER = "me", "other"
 HASH, OTHER_HASH = "h" * 64, "x" * 64
@@ -55,6 +55,32 @@ def test_a_failed_record_that_still_refused_the_claim_is_retried_later_not_run()
     assert judge_claim(record(c.STATUS_FAILED), me=ME, payload_hash=HASH) is Verdict.BUSY
 
 
+# --- takeover -------------------------------------------------------------------------------
+
+
+def test_a_claim_that_replaced_a_live_in_progress_record_is_a_takeover() -> None:
+    assert is_takeover(record(c.STATUS_IN_PROGRESS), retried=False) is True
+
+
+@pytest.mark.parametrize("status", [c.STATUS_COMPLETED, c.STATUS_FAILED])
+def test_a_claim_that_replaced_a_finished_record_is_no_takeover(status: str) -> None:
+    assert is_takeover(record(status), retried=False) is False
+
+
+def test_a_claim_of_an_absent_or_expired_record_is_no_takeover() -> None:
+    assert is_takeover(None, retried=False) is False
+
+
+@pytest.mark.parametrize(("fence", "expected"), [(1, False), (2, True), (7, True)])
+def test_a_retried_claim_is_a_takeover_whenever_an_earlier_claim_existed(
+    fence: int, expected: bool
+) -> None:
+    # The retry finds only its own record: what the earlier claim left is no longer visible,
+    # so any fence above 1 is conservatively a takeover.
+    mine = record(c.STATUS_IN_PROGRESS, owner=ME, fence=fence)
+    assert is_takeover(mine, retried=True) is expected
+
+
 # --- complete / fail ------------------------------------------------------------------------
 
 
@@ -94,16 +120,21 @@ def test_any_other_refused_complete_is_a_lost_lease(old: Record | None) -> None:
 
 
 def test_only_done_or_quarantined_records_are_acknowledged() -> None:
+    # CONFLICT and LEASE_EXPIRED are outcomes only once their copy is in the DLQ (else the
+    # record is FAILED).
     assert {o for o in Outcome if o.acknowledged} == {
         Outcome.PROCESSED,
         Outcome.DUPLICATE,
         Outcome.QUARANTINED,
+        Outcome.CONFLICT,
+        Outcome.LEASE_EXPIRED,
     }
 
 
 def test_every_outcome_is_counted_by_a_metric() -> None:
     assert set(METRIC_NAMES) == set(Outcome)
     assert METRIC_NAMES[Outcome.LEASE_LOST] == "LeaseLost"
+    assert METRIC_NAMES[Outcome.LEASE_EXPIRED] == "LeaseExpired"
     assert METRIC_NAMES[Outcome.DUPLICATE] == "Duplicate"
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from once import PermanentError
 from once import constants as c
 from once.observability import logger as once_logger
-from tests.conftest import Spy
+from tests.conftest import Spy, message_ids
 from tests.unit.test_outcome_table import claim_elsewhere
 
 SECRET_ITEM = "Kryptonite-Sample-XJ9"
@@ -71,7 +71,8 @@ def test_each_outcome_is_published_as_an_emf_metric(
     assert metrics == {
         c.METRIC_PROCESSED: 1,
         c.METRIC_DUPLICATE: 1,
-        c.METRIC_QUARANTINED: 3,
+        c.METRIC_QUARANTINED: 2,
+        c.METRIC_CONFLICT: 1,
         c.METRIC_BUSY: 1,
         c.METRIC_FAILED: 1,
         c.METRIC_LEASE_LOST: 1,
@@ -121,3 +122,83 @@ def test_record_lines_carry_the_protocol_fields_and_no_payload_values(
     by_id = {json.loads(line)["message_id"]: json.loads(line) for line in formatted}
     first = by_id[event["Records"][0]["messageId"]]
     assert (first["key"], first["fence"], first["outcome"]) == ("o-0", 1, "processed")
+
+
+class InventoryError(PermanentError):
+    """A user's own permanent error: its message is the user's, kept."""
+
+
+def test_an_error_keeps_its_class_and_only_our_or_permanent_messages(
+    aws, once_handler, sqs_event, caplog
+) -> None:
+    def business(body: Any, attempt: Any) -> Any:
+        if body["orderId"] == "o-parse":
+            int(body["item"])  # ValueError: invalid literal for int() ... 'Kryptonite-...'
+        if body["orderId"] == "o-key":
+            return {}[body["item"]]  # KeyError quoting the item
+        if body["orderId"] == "o-perm":
+            raise PermanentError("item is not sold any more")
+        raise InventoryError("out of stock")
+
+    keys = ("o-parse", "o-key", "o-perm", "o-own")
+    event = sqs_event([{"orderId": k, "item": SECRET_ITEM, "qty": SECRET_QTY} for k in keys])
+    with caplog.at_level(logging.INFO):
+        once_handler(Spy(business))(event, None)
+
+    stored = {k: aws.record(k)["error"] for k in keys}
+    assert stored == {
+        "o-parse": "ValueError",
+        "o-key": "KeyError",
+        "o-perm": "PermanentError: item is not sold any more",
+        "o-own": "InventoryError: out of stock",
+    }
+    dead = sorted(m["MessageAttributes"][c.QUARANTINE_ATTR_ERROR]["StringValue"] for m in aws.dlq())
+    assert dead == ["InventoryError: out of stock", "PermanentError: item is not sold any more"]
+    for record in caplog.records:  # INFO and above, whatever logger wrote it
+        text = record.getMessage() + json.dumps(record.__dict__, default=str)
+        assert SECRET_ITEM not in text
+
+
+def test_a_batch_aborted_by_a_bug_logs_no_payload_value(
+    aws, once_handler, spy, sqs_event, caplog, monkeypatch
+) -> None:
+    handler = once_handler(spy)
+
+    def broken(records: Any, context: Any) -> None:
+        raise ValueError(f"bug while reading {records[0].body}")
+
+    monkeypatch.setattr(handler.processor, "run", broken)
+    with caplog.at_level(logging.INFO):
+        handler(sqs_event([{"orderId": "o-1", "item": SECRET_ITEM}]), None)
+
+    [aborted] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    text = once_logger.registered_formatter.format(aborted)
+    assert "ValueError" in text
+    assert SECRET_ITEM not in text
+
+
+def test_a_conflict_is_published_as_conflict_and_acknowledged_by_its_quarantine(
+    aws, once_handler, spy, sqs_event, capsys
+) -> None:
+    handler = once_handler(spy)
+    handler(sqs_event([{"orderId": "o-1"}]), None)
+    capsys.readouterr()
+
+    event = sqs_event([{"orderId": "o-1", "qty": 2}])
+    assert handler(event, None) == {"batchItemFailures": []}
+
+    assert emf(capsys.readouterr().out) == {c.METRIC_CONFLICT: 1}
+    assert len(aws.dlq()) == 1
+
+
+def test_a_conflict_whose_quarantine_fails_is_a_failure_not_a_conflict(
+    aws, once_handler, spy, sqs_event, capsys
+) -> None:
+    once_handler(spy)(sqs_event([{"orderId": "o-1"}]), None)
+    capsys.readouterr()
+
+    event = sqs_event([{"orderId": "o-1", "qty": 2}])
+    response = once_handler(spy, dlq_url=None)(event, None)
+
+    assert response == {"batchItemFailures": [{"itemIdentifier": message_ids(event)[0]}]}
+    assert emf(capsys.readouterr().out) == {c.METRIC_FAILED: 1}

@@ -11,6 +11,7 @@ from once import PermanentError
 from once import constants as c
 from once.models import Outcome
 from once.payload import canonical_json, sha256
+from once.protocol import claim_expires_at
 from once.store import Claimed, RecordStore
 from tests.conftest import TABLE, Spy, failed_ids, message_ids, outcomes
 
@@ -133,7 +134,7 @@ def test_a_transient_failure_is_recorded_failed_and_its_retry_runs_under_the_nex
     assert failed_ids(handler(event, None)) == message_ids(event)
     failed = aws.record("o-1")
     assert failed["status"] == c.STATUS_FAILED
-    assert failed["error"] == "ConnectionError: downstream timed out"
+    assert failed["error"] == "ConnectionError"  # the class: a message may quote the payload
     assert c.ATTR_LEASE_EXPIRES_AT not in failed
 
     assert handler(event, None) == {"batchItemFailures": []}  # SQS redelivers it
@@ -300,3 +301,50 @@ def test_outside_lambda_the_lease_is_the_lock_timeout(aws, once_handler, sqs_eve
 
     once_handler(business, clock=clock, lock_timeout_s=120)(sqs_event([ORDER]), None)
     assert leases == [int(clock.now * 1000) + 120_000]
+
+
+def test_a_retention_shorter_than_the_lease_never_lets_a_live_claim_expire(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    # Outside Lambda the lease is lock_timeout_s (900 s): far longer than this retention.
+    short = RecordStore(aws.dynamodb, TABLE, retention_s=60, clock=clock)
+    claim = short.claim("test#o-1", payload_hash=sha256(canonical_json(ORDER)),
+                        message_id="elsewhere", lease_ms=900_000)  # fmt: skip
+    assert isinstance(claim, Claimed)
+    clock.advance(120)  # past the retention, well inside the lease
+
+    assert outcomes(once_handler(spy, clock=clock, retention_s=60), sqs_event([ORDER])) == [
+        Outcome.BUSY
+    ]
+    assert spy.calls == []
+    clock.advance(900)  # the lease has ended: a takeover now
+    assert outcomes(once_handler(spy, clock=clock, retention_s=60), sqs_event([ORDER])) == [
+        Outcome.PROCESSED
+    ]
+
+
+@pytest.mark.parametrize(("lease_ms", "retention_s", "expected"), [
+    (10_000, 3_600, 1_000_000 + 3_600),  # the retention, when it outlasts the lease
+    (900_000, 60, 1_000_000 + 900 + 1),  # never before the lease has ended (+1 s)
+    (900_500, 60, 1_000_000 + 901 + 1),  # a lease ending mid-second rounds up
+])  # fmt: skip
+def test_a_claims_expiry_is_its_retention_but_never_before_its_lease_ends(
+    lease_ms: int, retention_s: int, expected: int
+) -> None:
+    assert claim_expires_at(1_000_000_000, lease_ms, retention_s) == expected
+
+
+def test_an_integer_key_and_its_decimal_string_are_one_business_key(
+    aws, once_handler, spy, sqs_event
+) -> None:
+    handler = once_handler(spy)
+    assert outcomes(handler, sqs_event([{"orderId": 7}])) == [Outcome.PROCESSED]
+    # Another body (7 is not "7" to the payload hash): the same key, another payload.
+    assert outcomes(handler, sqs_event([{"orderId": "7"}])) == [Outcome.CONFLICT]
+    # Without validation, it is the same order and a duplicate.
+    unvalidated = once_handler(spy, validate=None)
+    assert outcomes(unvalidated, sqs_event([{"orderId": "8"}, {"orderId": 8}])) == [
+        Outcome.PROCESSED,
+        Outcome.DUPLICATE,
+    ]
+    assert len(spy.calls) == 2

@@ -99,3 +99,41 @@ def test_the_dlq_copy_stays_within_the_ten_attributes_sqs_allows(
         c.QUARANTINE_ATTR_REASON,
         c.QUARANTINE_ATTR_ERROR,
     } <= names
+
+
+def test_a_body_too_large_for_the_dlq_with_our_attributes_is_reported_failed_not_lost(
+    aws, once_handler, sqs_event
+) -> None:
+    # SQS counts message attributes toward its size limit: a body close to the limit plus
+    # the quarantine's attributes is refused. Nothing is acknowledged; the queue's own
+    # redrive moves the original message after maxReceiveCount receives.
+    small = aws.sqs.create_queue(QueueName="small-dlq", Attributes={"MaximumMessageSize": "1024"})
+    event = sqs_event(["x" * 2_000])
+
+    response = once_handler(reject, dlq_url=small["QueueUrl"])(event, None)
+
+    assert failed_ids(response) == message_ids(event)
+    assert aws.dlq(small["QueueUrl"]) == []
+
+
+def test_a_redriven_message_quarantined_again_still_points_at_the_producers_message(
+    aws, once_handler, sqs_event
+) -> None:
+    first = sqs_event(["not json"])
+    once_handler(reject)(first, None)
+    [dead] = aws.dlq()
+    # Redriven from the DLQ, it comes back with a new message id and the DLQ's attributes.
+    redriven = sqs_event(
+        [dead["Body"]],
+        message_attributes={
+            name: {"stringValue": value["StringValue"], "dataType": value["DataType"]}
+            for name, value in dead["MessageAttributes"].items()
+        },
+    )
+
+    assert once_handler(reject)(redriven, None) == {"batchItemFailures": []}
+
+    [again] = aws.dlq()
+    attributes = {k: v["StringValue"] for k, v in again["MessageAttributes"].items()}
+    assert attributes[c.QUARANTINE_ATTR_MESSAGE_ID] == message_ids(first)[0]
+    assert attributes[c.QUARANTINE_ATTR_REASON] == c.REASON_INVALID_JSON

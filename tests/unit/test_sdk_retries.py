@@ -18,6 +18,7 @@ from once import PermanentError
 from once import constants as c
 from once.models import Outcome
 from tests.conftest import Calls, count_calls, outcomes, store_client
+from tests.unit.test_outcome_table import claim_elsewhere
 
 ORDER = {"orderId": "o-1", "qty": 1}
 
@@ -58,6 +59,31 @@ def test_a_claim_retried_by_the_sdk_after_it_landed_is_mine(
     assert [attempt.fence for _, attempt in spy.calls] == [1]
     record = aws.record("o-1")
     assert (record["status"], record["fence"]) == (c.STATUS_COMPLETED, 1)
+
+
+def test_a_retried_claim_that_took_over_an_expired_lease_still_says_takeover(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    claim_elsewhere(aws, ORDER, clock=clock, lease_ms=1_000)  # crashed mid-flight
+    clock.advance(2)
+    handler = once_handler(spy, clock=clock)
+    attempts = lose_first_response(store_client(handler), "claim")
+
+    assert outcomes(handler, sqs_event([ORDER])) == [Outcome.PROCESSED]
+
+    assert len(attempts) == 2  # the takeover landed, its answer was lost, the retry is mine
+    [(_, attempt)] = spy.calls
+    assert (attempt.fence, attempt.takeover) == (2, True)
+
+
+def test_a_retried_claim_of_a_new_key_is_no_takeover(aws, once_handler, spy, sqs_event) -> None:
+    handler = once_handler(spy)
+    lose_first_response(store_client(handler), "claim")
+
+    assert outcomes(handler, sqs_event([ORDER])) == [Outcome.PROCESSED]
+
+    [(_, attempt)] = spy.calls
+    assert (attempt.fence, attempt.takeover) == (1, False)
 
 
 def test_a_claim_retried_after_it_took_a_failed_record_is_mine(

@@ -58,7 +58,7 @@ def test_a_conflict_costs_one_call(wired, sqs_event) -> None:
     handler, calls = wired
     handler(sqs_event([ORDER]), None)
     calls.reset()
-    assert outcomes(handler, sqs_event([ORDER | {"qty": 2}])) == [Outcome.QUARANTINED]
+    assert outcomes(handler, sqs_event([ORDER | {"qty": 2}])) == [Outcome.CONFLICT]
     assert calls.count == {"UpdateItem": 1}
 
 

@@ -1,25 +1,24 @@
-"""The exact IAM actions the consumer gets, per resource, in one place.
+"""The exact IAM actions an ``OnceConsumer``'s function gets, per resource, in one place.
 
-The stack writes these as explicit statements (never ``grant_*``), and the tests assert the
-synthesized policy against the same lists, so widening a permission is a visible change here.
+The construct writes these as explicit statements (never ``grant_*``), and the tests assert
+the synthesized policy against the same lists, so widening a permission is a visible change
+here. The user's own resources are the user's to grant.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-#: store.py: claim/complete/fail are conditional UpdateItem calls; GetItem reads a record.
+#: once/store.py: claim/complete/fail are conditional UpdateItem calls; GetItem reads a record.
 #: Never DeleteItem (deleting would reset the fence), Scan, Query or Batch*.
 IDEMPOTENCY_TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 
-#: payments/ledger.py: one TransactWriteItems with a conditional Put (the entry) and an
-#: Update (the balance). IAM authorizes a transaction by its per-item actions; GetItem reads
-#: the entry that refused the put, and the balance.
-LEDGER_TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
-
 #: The event source mapping polls the source queue with the function's role (the actions of
-#: AWS's AWSLambdaSQSQueueExecutionRole, on this queue only).
+#: AWS's AWSLambdaSQSQueueExecutionRole, on this queue only), and the runtime's retry backoff
+#: sets a failed record's visibility with ChangeMessageVisibilityBatch, which IAM authorizes
+#: as sqs:ChangeMessageVisibility.
 SOURCE_QUEUE_ACTIONS: Final = (
+    "sqs:ChangeMessageVisibility",
     "sqs:DeleteMessage",
     "sqs:GetQueueAttributes",
     "sqs:ReceiveMessage",

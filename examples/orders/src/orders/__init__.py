@@ -1,0 +1,1 @@
+"""The orders service: ships each order once, however often SQS delivers it."""

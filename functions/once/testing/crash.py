@@ -1,0 +1,174 @@
+"""Crash points: an invocation killed the way Lambda kills one, at a chosen step of the protocol.
+
+A killed Lambda does nothing more: no further DynamoDB write, no DLQ send, no batch
+response. Here the kill is ``InvocationKilled``, a ``BaseException``: the runtime catches
+``Exception`` around business code and DynamoDB calls, so the kill goes through it the way a
+``SIGKILL`` goes through a process. It is raised from the record store and the quarantine
+bound to the handler for one invocation; from then on both refuse every call, from every
+thread of that invocation, so records running concurrently die at their next step too (a
+write already on the wire when the invocation dies lands, as it would in DynamoDB).
+
+The three points, and the record each one leaves (DynamoDB's state, nothing simulated):
+
+- ``after_claim``: the claim landed, business code never ran. ``IN_PROGRESS`` under the dead
+  owner's lease; after the lease a takeover runs the business code for the first time.
+- ``after_process``: business code returned (or raised) and its effect is done; the
+  invocation died before sending the finalize. ``IN_PROGRESS`` under the dead owner's lease;
+  after the lease a takeover runs the business code *again*, with the next fence: only
+  what it carries downstream (``attempt.key``, ``attempt.fence``) keeps the effect single.
+- ``before_finalize``: the finalize was on the wire when the invocation died: DynamoDB applied
+  it (``COMPLETED`` with the result, or ``FAILED``) but the invocation never learnt it and
+  never returned its batch response. Nothing is acknowledged, so SQS redelivers a message
+  whose record is already finished: the redelivery is a ``duplicate``, business code not run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from once.models import Record
+from once.quarantine import Quarantine
+from once.store import Claimed, RecordStore, Rejected
+
+AFTER_CLAIM = "after_claim"
+AFTER_PROCESS = "after_process"
+BEFORE_FINALIZE = "before_finalize"
+CRASH_POINTS = (AFTER_CLAIM, AFTER_PROCESS, BEFORE_FINALIZE)
+
+
+class InvocationKilled(BaseException):
+    """The invocation was killed at ``point``; nothing of it runs after this."""
+
+    def __init__(self, point: str) -> None:
+        super().__init__(f"invocation killed {point.replace('_', ' ')}")
+        self.point = point
+
+
+def check_crash_point(crash: str | None) -> None:
+    if crash is not None and crash not in CRASH_POINTS:
+        raise ValueError(
+            f"crash={crash!r} is not a crash point: use one of {', '.join(CRASH_POINTS)} "
+            "(or None for an invocation that is not killed)"
+        )
+
+
+class KillSwitch:
+    """The fate of one invocation: the point where it dies, and whether it has died.
+
+    It also counts the records whose business code is running, so that once the invocation
+    is dead the caller can wait for those threads to reach their next (refused) step instead
+    of returning while business code of a dead invocation still runs.
+    """
+
+    def __init__(self, point: str | None) -> None:
+        check_crash_point(point)
+        self.point = point
+        self.killed_at: str | None = None
+        self._state = threading.Condition()
+        self._running = 0
+
+    def check(self) -> None:
+        """Refuse the call if the invocation is dead."""
+        with self._state:
+            self._refuse_if_dead()
+
+    def reached(self, point: str) -> None:
+        """The invocation is at ``point``: it dies here if that is its crash point."""
+        with self._state:
+            self._refuse_if_dead()
+            if point == self.point:
+                self.killed_at = point
+                self._state.notify_all()
+                raise InvocationKilled(point)
+
+    def business_starts(self) -> None:
+        """A claim came back: the record is about to run business code (or die first)."""
+        with self._state:
+            self._refuse_if_dead()
+            if self.point == AFTER_CLAIM:
+                self.killed_at = AFTER_CLAIM
+                self._state.notify_all()
+                raise InvocationKilled(AFTER_CLAIM)
+            self._running += 1
+
+    def business_ended(self) -> None:
+        with self._state:
+            self._running -= 1
+            self._state.notify_all()
+
+    def wait_for_business_code(self, timeout_s: float) -> bool:
+        """After a kill: wait until no business code of this invocation still runs."""
+        with self._state:
+            return self._state.wait_for(lambda: self._running == 0, timeout_s)
+
+    def _refuse_if_dead(self) -> None:
+        if self.killed_at is not None:
+            raise InvocationKilled(self.killed_at)
+
+
+class CrashingStore(RecordStore):
+    """The real record store, whose every call first asks the invocation's kill switch."""
+
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        *,
+        retention_s: int,
+        clock: Callable[[], float],
+        switch: KillSwitch,
+    ) -> None:
+        super().__init__(client, table_name, retention_s=retention_s, clock=clock)
+        self._switch = switch
+
+    def claim(
+        self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
+    ) -> Claimed | Rejected:
+        self._switch.check()
+        claimed = super().claim(
+            record_id, payload_hash=payload_hash, message_id=message_id, lease_ms=lease_ms
+        )
+        if isinstance(claimed, Claimed):
+            self._switch.business_starts()
+        else:
+            self._switch.check()  # killed while the claim was on the wire
+        return claimed
+
+    def complete(self, record_id: str, claim: Claimed, result: str) -> bool:
+        return self._finalize_or_die(super().complete, record_id, claim, result)
+
+    def fail(self, record_id: str, claim: Claimed, error: str) -> bool:
+        return self._finalize_or_die(super().fail, record_id, claim, error)
+
+    def get(self, record_id: str) -> Record | None:
+        self._switch.check()
+        return super().get(record_id)
+
+    def _finalize_or_die(
+        self,
+        write: Callable[[str, Claimed, str], bool],
+        record_id: str,
+        claim: Claimed,
+        value: str,
+    ) -> bool:
+        self._switch.business_ended()
+        self._switch.reached(AFTER_PROCESS)
+        written = write(record_id, claim, value)
+        self._switch.reached(BEFORE_FINALIZE)
+        return written
+
+
+class CrashingQuarantine(Quarantine):
+    """The real quarantine, refusing to send for an invocation that is dead."""
+
+    def __init__(self, client: Any, dlq_url: str | None, *, switch: KillSwitch) -> None:
+        super().__init__(client, dlq_url)
+        self._switch = switch
+
+    def send(self, record: dict[str, Any], reason: str, error: str) -> bool:
+        self._switch.check()
+        sent = super().send(record, reason, error)
+        self._switch.check()
+        return sent

@@ -1,0 +1,509 @@
+"""``OnceEnv``: an idempotency table, a DLQ and a source queue on in-process moto, a clock,
+and ``deliver``, which runs a handler the way Lambda and SQS would, crashes included.
+
+The environment enters ``moto.mock_aws`` whether or not a mock is already active: moto
+nests its mocks (the backends are reset only when the outermost one starts and stops), so a
+test's own tables and queues live in the same mock as ours and survive both. The handler
+runs with a record store and a quarantine bound by the kit (``Handler.bind``): the real
+ones, on the kit's clock, with the kill switch of the invocation (``crash.py``). Leaving the
+environment unbinds every handler it ran, so a module-level handler is whole again for the
+next test.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from once import constants as c
+from once.handler import Handler
+from once.models import Outcome, Record
+from once.store import RecordStore
+from once.testing.crash import (
+    CrashingQuarantine,
+    CrashingStore,
+    InvocationKilled,
+    KillSwitch,
+    check_crash_point,
+)
+from once.testing.lambda_service import LambdaContext, Message, SourceQueue
+from once.testing.outcomes import OutcomeLog
+
+TABLE_NAME = "once-idempotency"
+DLQ_NAME = "once-dlq"
+QUEUE_NAME = "once-source"
+FIFO_QUEUE_NAME = "once-source.fifo"
+FUNCTION_NAME = "once-consumer"
+#: The key prefix when the test's environment names no service.
+SERVICE_NAME = "once-testing"
+DEFAULT_REGION = "us-east-1"
+#: The function's timeout: the first remaining time of every invocation (the construct's default).
+DEFAULT_TIMEOUT_S = 30
+#: Environment variables that would send the clients elsewhere than moto, removed meanwhile.
+_AWAY_FROM_MOTO = (
+    "AWS_PROFILE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_ENDPOINT_URL_SQS",
+)
+
+
+class Clock:
+    """The record store's time: the wall clock plus what the test advanced. Time still
+    passes during an invocation (its remaining time is honest); a lease or a retention
+    period passes by ``advance``, without sleeping."""
+
+    def __init__(self) -> None:
+        self._offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self._offset
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"time only moves forward: advance({seconds}) is negative")
+        self._offset += seconds
+
+    def advance_to(self, instant_s: float) -> None:
+        """Move to ``instant_s`` (epoch seconds) if it is ahead."""
+        self.advance(max(0.0, instant_s - self()))
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What one ``deliver`` did.
+
+    ``outcomes[i]`` is the ``Outcome`` of ``bodies[i]`` (a ``StrEnum``: it equals
+    ``"processed"``, ``"duplicate"``...), or ``None`` when its invocation reported none:
+    it was killed. ``batch_item_failures`` are the message ids the handler reported failed;
+    a killed invocation reports nothing, and SQS redelivers all of its messages.
+    """
+
+    outcomes: list[Outcome | None]
+    message_ids: list[str]
+    batch_item_failures: list[str]
+    #: The handler's return value for each invocation (None for a killed one).
+    responses: list[dict[str, Any] | None]
+    #: The crash point where an invocation died, or None.
+    killed_at: str | None = None
+    #: Receive count of each message in this delivery (2 or more: a redelivery).
+    receive_counts: list[int] = field(default_factory=list)
+
+    @property
+    def response(self) -> dict[str, Any] | None:
+        """The handler's return value, when the bodies went in one invocation."""
+        if len(self.responses) != 1:
+            raise ValueError(
+                f"this delivery made {len(self.responses)} invocations (same_batch=False): "
+                "read .responses"
+            )
+        return self.responses[0]
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A message in the DLQ: its body and its message attributes (string values)."""
+
+    body: str
+    attributes: dict[str, str]
+
+    @property
+    def reason(self) -> str | None:
+        return self.attributes.get(c.QUARANTINE_ATTR_REASON)
+
+    @property
+    def error(self) -> str | None:
+        return self.attributes.get(c.QUARANTINE_ATTR_ERROR)
+
+    @property
+    def original_message_id(self) -> str | None:
+        return self.attributes.get(c.QUARANTINE_ATTR_MESSAGE_ID)
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class _Binding:
+    """The store and quarantine a handler runs with, and the switch they obey."""
+
+    handler: Handler
+    switch: KillSwitch
+    table_name: str
+    key_prefix: str
+    dlq_url: str | None
+
+
+class OnceEnv:
+    """The test's AWS side of once. Use it as a context manager, or through the
+    ``once_env`` pytest fixture."""
+
+    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
+        self.clock = Clock()
+        self.table_name = TABLE_NAME
+        self.dlq_url = ""
+        self.dynamodb: Any = None
+        self.sqs: Any = None
+        self._saved_env: dict[str, str | None] = {}
+        self._mock: Any = None
+        self._queues: dict[str, SourceQueue] = {}
+        self._bindings: dict[int, _Binding] = {}
+        self._tables = {TABLE_NAME}
+        self._dlqs: list[str] = []
+        self._function_arn = ""
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> OnceEnv:
+        try:  # a test dependency: imported when a test asks for it, not when pytest starts
+            from moto import mock_aws
+        except ImportError as error:
+            raise ImportError(
+                'once_env runs on moto: install the test dependencies, pip install "once[testing]"'
+            ) from error
+
+        self._set_env()
+        try:
+            self._mock = mock_aws()
+            self._mock.start()
+            session = _session(os.environ["AWS_DEFAULT_REGION"])
+            config = Config(retries={"mode": "standard", "max_attempts": 3})
+            self.dynamodb = session.client("dynamodb", config=config)
+            self.sqs = session.client("sqs", config=config)
+            self._create_table(TABLE_NAME)
+            self.dlq_url = self._create_queue(DLQ_NAME)
+            self._dlqs.append(self.dlq_url)
+            os.environ[c.ENV_DLQ_URL] = self.dlq_url
+            account = self._queue(QUEUE_NAME).arn.split(":")[4]
+            self._function_arn = (
+                f"arn:aws:lambda:{session.region_name}:{account}:function:{FUNCTION_NAME}"
+            )
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        for binding in self._bindings.values():
+            binding.handler.bind()
+        self._bindings.clear()
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_env.clear()
+
+    def _set_env(self) -> None:
+        wanted: dict[str, str | None] = {name: None for name in _AWAY_FROM_MOTO}
+        wanted[c.ENV_TABLE_NAME] = TABLE_NAME
+        wanted[c.ENV_DLQ_URL] = None  # set once the queue exists
+        for name, default in (
+            (c.ENV_SERVICE_NAME, SERVICE_NAME),
+            ("AWS_DEFAULT_REGION", os.environ.get("AWS_REGION") or DEFAULT_REGION),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ):
+            if not os.environ.get(name):
+                wanted[name] = default
+        for name, value in wanted.items():
+            self._saved_env.setdefault(name, os.environ.get(name))
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    # --- delivering ------------------------------------------------------------------------
+
+    def deliver(
+        self,
+        handler: Handler,
+        bodies: Sequence[dict[str, Any] | str],
+        *,
+        crash: str | None = None,
+        same_batch: bool = True,
+        fifo_group: str | None = None,
+    ) -> Delivery:
+        """Deliver ``bodies`` to ``handler`` as SQS would: in one batch (or one invocation
+        each with ``same_batch=False``), from a FIFO queue in group ``fifo_group`` if given.
+        ``crash`` kills the first invocation that reaches that point (``crash.py``)."""
+        check_crash_point(crash)
+        if not isinstance(handler, Handler):
+            raise TypeError(
+                f"deliver takes the handler made by once.make_handler, not {type(handler)!r}"
+            )
+        texts = _texts(bodies)
+        queue = self._queue(FIFO_QUEUE_NAME if fifo_group is not None else QUEUE_NAME)
+        messages = queue.receive(texts, fifo_group)
+        batches = [messages] if same_batch else [[m] for m in messages]
+        outcomes: dict[str, Outcome] = {}
+        responses: list[dict[str, Any] | None] = []
+        failures: list[str] = []
+        killed_at: str | None = None
+        for batch in batches:
+            response, seen, killed = self._invoke(handler, queue, batch, crash)
+            if killed is not None:
+                crash, killed_at = None, killed  # one kill per delivery
+            outcomes |= seen
+            responses.append(response)
+            failures += _failed_ids(response)
+        if crash is not None:
+            raise AssertionError(
+                f"crash={crash!r} was never reached: no record got that far "
+                f"(outcomes: {[outcomes.get(m.message_id) for m in messages]}); "
+                "a crash test that does not crash proves nothing"
+            )
+        return Delivery(
+            outcomes=[outcomes.get(m.message_id) for m in messages],
+            message_ids=[m.message_id for m in messages],
+            batch_item_failures=failures,
+            responses=responses,
+            killed_at=killed_at,
+            receive_counts=[m.receive_count for m in messages],
+        )
+
+    def _invoke(
+        self, handler: Handler, queue: SourceQueue, batch: list[Message], crash: str | None
+    ) -> tuple[dict[str, Any] | None, dict[str, Outcome], str | None]:
+        binding = self._bind(handler, crash)
+        event = {"Records": [queue.record(m) for m in batch]}
+        context = LambdaContext(
+            self.clock, timeout_s=self.timeout_s, function_arn=self._function_arn
+        )
+        ids = [m.message_id for m in batch]
+        response: dict[str, Any] | None = None
+        with OutcomeLog(ids) as log:
+            try:
+                response = handler(event, context)
+            except InvocationKilled:
+                if not binding.switch.wait_for_business_code(self.timeout_s):
+                    raise RuntimeError(
+                        f"business code of the killed invocation still runs after "
+                        f"{self.timeout_s} s; it should end when Lambda's timeout would"
+                    ) from None
+        if response is None:
+            queue.settle(batch, set())
+            return None, {}, binding.switch.killed_at
+        queue.settle(batch, set(ids) - set(_failed_ids(response)))
+        return response, log.outcomes, None
+
+    def _bind(self, handler: Handler, crash: str | None) -> _Binding:
+        """The handler's store and quarantine for the next invocation: the ones already
+        bound, unless that invocation dies or the last one did (a new environment)."""
+        current = self._bindings.get(id(handler))
+        if (
+            current is not None
+            and crash is None
+            and current.switch.point is None
+            and current.switch.killed_at is None
+        ):
+            return current
+        handler.bind()  # forget a configuration frozen by an invocation outside this test
+        table, prefix, dlq_url, retention_s = _configuration(handler)
+        if table not in self._tables:
+            self._ensure_table(table)
+        if dlq_url and dlq_url not in self._dlqs:
+            self._dlqs.append(dlq_url)
+        switch = KillSwitch(crash)
+        handler.bind(
+            store=CrashingStore(
+                self.dynamodb, table, retention_s=retention_s, clock=self.clock, switch=switch
+            ),
+            quarantine=CrashingQuarantine(self.sqs, dlq_url, switch=switch),
+        )
+        binding = _Binding(handler, switch, table, prefix, dlq_url)
+        self._bindings[id(handler)] = binding
+        return binding
+
+    # --- time and state --------------------------------------------------------------------
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` pass for leases and retention."""
+        self.clock.advance(seconds)
+
+    def expire_leases(self) -> None:
+        """Move the clock just past the latest lease of every record in progress."""
+        latest = max(
+            (
+                record.lease_expires_at
+                for table in sorted(self._tables)
+                for record in self._records(table)
+                if record.status == c.STATUS_IN_PROGRESS and record.lease_expires_at
+            ),
+            default=None,
+        )
+        if latest is not None:
+            # The claim condition is lease_expires_at < now_ms: one whole millisecond past.
+            self.clock.advance_to((latest + 2) / 1000)
+
+    def record(self, key: str | int, *, handler: Handler | None = None) -> Record | None:
+        """The stored record of a business key (as stored: ``is_live`` tells whether the
+        protocol still sees it). ``handler`` names the key prefix and table when the test
+        delivered to handlers of several services."""
+        table, prefix = self._naming(handler)
+        return RecordStore(self.dynamodb, table, clock=self.clock).get(f"{prefix}#{key}")
+
+    def dlq_messages(self) -> list[Quarantined]:
+        """Every message quarantined so far, oldest first; reading leaves them in the DLQ."""
+        return [
+            Quarantined(
+                m["Body"],
+                {
+                    name: value.get("StringValue", "")
+                    for name, value in (m.get("MessageAttributes") or {}).items()
+                },
+            )
+            for url in self._dlqs
+            for m in self._peek(url)
+        ]
+
+    def _peek(self, url: str) -> list[dict[str, Any]]:
+        """Every message of a queue, made visible again at once. A DLQ URL a handler was
+        given but that does not exist in the mock holds nothing (its sends failed)."""
+        received: list[dict[str, Any]] = []
+        try:
+            while batch := self.sqs.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                MessageAttributeNames=["All"],
+                VisibilityTimeout=300,
+            ).get("Messages", []):
+                received += batch
+        except self.sqs.exceptions.QueueDoesNotExist:
+            return []
+        for start in range(0, len(received), 10):
+            self.sqs.change_message_visibility_batch(
+                QueueUrl=url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                    for i, m in enumerate(received[start : start + 10])
+                ],
+            )
+        return received
+
+    def _naming(self, handler: Handler | None) -> tuple[str, str]:
+        if handler is not None:
+            table, prefix, _, _ = _configuration(handler)
+            return table, prefix
+        names = {(b.table_name, b.key_prefix) for b in self._bindings.values()}
+        if len(names) > 1:
+            raise ValueError(
+                "handlers of several services were delivered to: pass handler= to say whose "
+                "record this is"
+            )
+        if names:
+            return names.pop()
+        return TABLE_NAME, os.environ.get(c.ENV_SERVICE_NAME) or SERVICE_NAME
+
+    def _records(self, table: str) -> list[Record]:
+        pages = self.dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True)
+        return [Record.from_item(item) for page in pages for item in page["Items"]]
+
+    # --- resources -------------------------------------------------------------------------
+
+    def _queue(self, name: str) -> SourceQueue:
+        if name not in self._queues:
+            url = self._create_queue(name)
+            arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+            self._queues[name] = SourceQueue(arn["Attributes"]["QueueArn"], self.clock)
+        return self._queues[name]
+
+    def _create_queue(self, name: str) -> str:
+        attributes = {"SqsManagedSseEnabled": "true"}
+        if name.endswith(".fifo"):
+            attributes["FifoQueue"] = "true"
+        return self.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+
+    def _create_table(self, name: str) -> None:
+        self.dynamodb.create_table(
+            TableName=name,
+            BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": c.PARTITION_KEY, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": c.PARTITION_KEY, "AttributeType": "S"}],
+        )
+        self._tables.add(name)
+
+    def _ensure_table(self, name: str) -> None:
+        """A handler made with its own table_name: use that table, creating it if the test
+        did not."""
+        try:
+            self.dynamodb.describe_table(TableName=name)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise
+            self._create_table(name)
+        self._tables.add(name)
+
+
+@functools.cache
+def _session(region: str) -> boto3.session.Session:
+    """One session per region for the whole run: loading the service models for every test
+    would cost more than the test."""
+    return boto3.session.Session(region_name=region)
+
+
+def _configuration(handler: Handler) -> tuple[str, str, str | None, int]:
+    """The handler's table, key prefix, DLQ and retention, as it resolves them at its first
+    invocation; a clear error when it cannot."""
+    try:
+        table, prefix = handler.table_name, handler.key_prefix
+        dlq_url, retention_s = handler.dlq_url, handler.retention_s
+    except (ValueError, RuntimeError) as error:
+        raise ValueError(f"once_env cannot run this handler: {error}") from error
+    if not prefix:
+        raise ValueError(
+            f"the handler has no key prefix: pass key_prefix= to make_handler or set "
+            f"{c.ENV_SERVICE_NAME} (records are stored as <prefix>#<business key>)"
+        )
+    if not table:
+        raise ValueError(
+            f"the handler has no idempotency table: pass table_name= to make_handler or "
+            f"leave {c.ENV_TABLE_NAME} as once_env sets it"
+        )
+    return table, prefix, dlq_url, retention_s
+
+
+def _texts(bodies: Sequence[dict[str, Any] | str]) -> list[str]:
+    if isinstance(bodies, str | dict) or not isinstance(bodies, Sequence):
+        raise TypeError(
+            "deliver takes a list of bodies (one per SQS message), e.g. [{'orderId': 'o-1'}]"
+        )
+    if not bodies:
+        raise ValueError("deliver needs at least one body: Lambda never invokes with none")
+    texts = []
+    for index, body in enumerate(bodies):
+        if isinstance(body, dict):
+            texts.append(json.dumps(body))
+        elif isinstance(body, str):
+            texts.append(body)
+        else:
+            raise TypeError(
+                f"body {index} is a {type(body).__name__}: pass a dict (sent as JSON) or a "
+                "str (sent as it is, e.g. to test a malformed message)"
+            )
+    return texts
+
+
+def _failed_ids(response: dict[str, Any] | None) -> list[str]:
+    if response is None:
+        return []
+    return [f["itemIdentifier"] for f in response.get("batchItemFailures", [])]

@@ -1,0 +1,73 @@
+"""Applies the retry backoff: one ``ChangeMessageVisibilityBatch`` per invocation (per ten
+records, SQS's limit for one call) on the source queue, for the records the batch response
+reports failed.
+
+A change that fails is logged and changes nothing else: the record comes back after the
+queue's own visibility timeout, as it would without backoff. Nothing here can fail the
+batch or keep a record from being reported.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from once.backoff import Backoff, source_queue_url
+from once.models import Outcome
+from once.processor import Handled
+
+#: SQS takes at most ten entries per ChangeMessageVisibilityBatch.
+_BATCH = 10
+
+
+class Visibility:
+    """Sets when the records reported failed come back."""
+
+    def __init__(self, client: Any, backoff: Backoff, logger: logging.Logger | Any) -> None:
+        self._client = client
+        self._backoff = backoff
+        self._logger = logger
+
+    def delay(self, records: Iterable[SQSRecord], handled: Iterable[Handled]) -> None:
+        """Set the visibility of every record the batch response reports failed."""
+        by_id = {record.message_id: record for record in records}
+        by_queue: dict[str, list[dict[str, Any]]] = {}
+        for index, end in enumerate(h for h in handled if not h.outcome.acknowledged):
+            record = by_id[end.message_id]
+            by_queue.setdefault(record.event_source_arn, []).append(
+                {
+                    "Id": str(index),
+                    "ReceiptHandle": record.receipt_handle,
+                    "VisibilityTimeout": self._timeout_s(record, end),
+                }
+            )
+        for arn, entries in by_queue.items():
+            for start in range(0, len(entries), _BATCH):
+                self._change(arn, entries[start : start + _BATCH])
+
+    def _timeout_s(self, record: SQSRecord, end: Handled) -> int:
+        receive_count = int(record.attributes.approximate_receive_count or 1)
+        if end.outcome is Outcome.BUSY:
+            return self._backoff.busy_delay_s(receive_count, end.holder_remaining_ms)
+        return self._backoff.delay_s(receive_count)
+
+    def _change(self, arn: str, entries: list[dict[str, Any]]) -> None:
+        try:
+            url = source_queue_url(self._client.meta.endpoint_url, arn)
+            response = self._client.change_message_visibility_batch(QueueUrl=url, Entries=entries)
+        except Exception as error:
+            self._logger.warning(
+                "visibility change failed: the records come back after the queue's timeout",
+                extra={"records": len(entries), "error": type(error).__name__},
+            )
+            return
+        failed = response.get("Failed") or []
+        if failed:
+            self._logger.warning(
+                "visibility change refused for some records: they come back after the "
+                "queue's timeout",
+                extra={"records": len(failed), "codes": sorted({f.get("Code") for f in failed})},
+            )

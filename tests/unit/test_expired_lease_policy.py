@@ -1,0 +1,153 @@
+"""``on_expired_lease="quarantine"``: for effects that cannot be fenced, a claim that takes
+over an expired IN_PROGRESS lease runs nothing. It marks the record FAILED
+(``LEASE_EXPIRED``, through the fenced fail), sends the message to the DLQ and acknowledges
+it; a person checks whether the effect happened and redrives, and the redriven message runs
+once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from once import constants as c
+from once import make_handler
+from once.models import Outcome, Record
+from once.protocol import must_quarantine_takeover
+from tests.conftest import failed_ids, message_ids, outcomes
+from tests.unit.test_observability import emf
+from tests.unit.test_outcome_table import claim_elsewhere
+
+ORDER = {"orderId": "o-1", "item": "book", "qty": 1}
+
+
+def crashed_mid_flight(aws: Any, clock: Any) -> None:
+    """An invocation claimed the order and died; its lease has run out."""
+    claim_elsewhere(aws, ORDER, clock=clock, lease_ms=1_000)
+    clock.advance(2)
+
+
+def redriven(dead: dict[str, Any], sqs_event: Any) -> dict[str, Any]:
+    """The DLQ message moved back to the source queue: a new message id, its attributes."""
+    return sqs_event(
+        [dead["Body"]],
+        message_attributes={
+            name: {"stringValue": value["StringValue"], "dataType": value["DataType"]}
+            for name, value in dead["MessageAttributes"].items()
+        },
+    )
+
+
+def test_a_quarantined_takeover_runs_nothing_and_its_message_goes_to_the_dlq(
+    aws, once_handler, spy, sqs_event, clock, capsys
+) -> None:
+    crashed_mid_flight(aws, clock)
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+    capsys.readouterr()
+
+    event = sqs_event([ORDER])
+    assert handler(event, None) == {"batchItemFailures": []}
+
+    assert spy.calls == []
+    record = aws.record("o-1")
+    assert (record["status"], record["fence"], record["error"]) == (
+        c.STATUS_FAILED,
+        2,
+        c.REASON_LEASE_EXPIRED,
+    )
+    [dead] = aws.dlq()
+    attributes = {k: v["StringValue"] for k, v in dead["MessageAttributes"].items()}
+    assert attributes[c.QUARANTINE_ATTR_REASON] == c.REASON_LEASE_EXPIRED
+    assert attributes[c.QUARANTINE_ATTR_MESSAGE_ID] == message_ids(event)[0]
+    assert emf(capsys.readouterr().out) == {c.METRIC_LEASE_EXPIRED: 1, c.METRIC_TAKEOVER: 1}
+
+
+def test_a_redrive_after_a_quarantined_takeover_runs_once(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    crashed_mid_flight(aws, clock)
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+    handler(sqs_event([ORDER]), None)
+    [dead] = aws.dlq()
+
+    again = redriven(dead, sqs_event)  # a person checked the effect and redrove it
+    assert outcomes(handler, again) == [Outcome.PROCESSED]
+    assert outcomes(handler, again) == [Outcome.DUPLICATE]
+
+    [(_, attempt)] = spy.calls
+    assert (attempt.fence, attempt.takeover) == (3, False)
+    assert attempt.record.error == c.REASON_LEASE_EXPIRED
+    assert aws.record("o-1")["status"] == c.STATUS_COMPLETED
+
+
+def test_a_redelivery_after_a_failed_quarantine_is_quarantined_again_not_run(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    crashed_mid_flight(aws, clock)
+    event = sqs_event([ORDER])
+    no_dlq = once_handler(spy, clock=clock, on_expired_lease="quarantine", dlq_url=None)
+
+    assert failed_ids(no_dlq(event, None)) == message_ids(event)
+    assert aws.record("o-1")["error"] == c.REASON_LEASE_EXPIRED
+
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+    assert outcomes(handler, event) == [Outcome.LEASE_EXPIRED]
+    assert spy.calls == []
+    assert len(aws.dlq()) == 1
+
+
+def test_copies_in_the_batch_of_a_quarantined_takeover_are_quarantined_too(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    crashed_mid_flight(aws, clock)
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+
+    event = sqs_event([ORDER, ORDER])
+    assert outcomes(handler, event) == [Outcome.LEASE_EXPIRED, Outcome.LEASE_EXPIRED]
+    assert spy.calls == []
+    assert len(aws.dlq()) == 2
+
+
+def test_by_default_a_takeover_runs_the_business_code_again(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    crashed_mid_flight(aws, clock)
+    assert outcomes(once_handler(spy, clock=clock), sqs_event([ORDER])) == [Outcome.PROCESSED]
+    [(_, attempt)] = spy.calls
+    assert attempt.takeover is True
+
+
+def test_an_unknown_policy_is_refused(spy) -> None:
+    with pytest.raises(ValueError, match="on_expired_lease"):
+        make_handler(spy, key="orderId", on_expired_lease="retry")
+
+
+def _previous(status: str, error: str | None = None) -> Record:
+    return Record(id="test#k", status=status, fence=2, error=error)
+
+
+@pytest.mark.parametrize(
+    ("takeover", "previous", "reviewed", "expected"),
+    [
+        (True, _previous(c.STATUS_IN_PROGRESS), False, True),  # a lease expired mid-flight
+        (True, _previous(c.STATUS_IN_PROGRESS), True, False),  # a person redrove it
+        (False, None, False, False),  # a new key
+        (False, _previous(c.STATUS_FAILED, "RuntimeError"), False, False),  # a retry
+        # FAILED by an earlier quarantine whose DLQ send failed: still unreviewed
+        (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), False, True),
+        (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), True, False),
+    ],
+    ids=[
+        "takeover",
+        "reviewed-takeover",
+        "new-key",
+        "retry-after-failure",
+        "unsent-quarantine",
+        "reviewed-redrive",
+    ],
+)
+def test_which_claims_a_quarantine_policy_sends_to_the_dlq(
+    takeover: bool, previous: Record | None, reviewed: bool, expected: bool
+) -> None:
+    verdict = must_quarantine_takeover(takeover=takeover, previous=previous, reviewed=reviewed)
+    assert verdict is expected
