@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from oncecli.aws import LOCAL_REGION, STACK_ENV
-from oncecli.chaos.command import add_parser as add_chaos_parser
+from oncecli.chaos import command as chaos
 from oncecli.errors import (
     EXIT_SIGNALS,
     CliError,
@@ -270,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _target_args(redrive)
 
-    add_chaos_parser(sub)
+    chaos.add_arguments(_sub(sub, "chaos", chaos.HELP, chaos.EPILOG))
     return parser
 
 
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "up":
             code = _up(args, argv, console)
         elif args.command == "chaos":
-            code = args.func(args)
+            code = chaos.run(args)
         else:
             from oncecli import operate
 

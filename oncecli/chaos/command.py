@@ -43,21 +43,19 @@ SINGLE_FAULTS: dict[str, dict[str, float]] = {
 _ALL_OFF = {k: 0.0 for k in DEFAULT_RATES} | {"skew": 0, "redrive": 0, "ttl_sweep": 0}
 
 
-def add_parser(subparsers: Any) -> None:
-    description = "fault-injection harness: once vs Powertools vs the naive pattern"
-    parser = subparsers.add_parser(
-        "chaos",
-        help=description,
-        description=description[0].upper() + description[1:] + ".",
-        epilog=epilog(
-            EngineNotInstalled,
-            JavaMissing,
-            UnshareNotPermitted,
-            EngineFailed,
-            failure="once violated an invariant or lost a message",
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+#: ``once chaos``'s one-line help, and its exit codes.
+HELP = "fault-injection harness: once vs Powertools vs the naive pattern"
+EPILOG = epilog(
+    EngineNotInstalled,
+    JavaMissing,
+    UnshareNotPermitted,
+    EngineFailed,
+    failure="once violated an invariant or lost a message",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``once chaos``'s options; ``run`` is what it does."""
     parser.add_argument(
         "--engine",
         choices=engines.ENGINES,
@@ -104,7 +102,6 @@ def add_parser(subparsers: Any) -> None:
         default=",".join(IMPLEMENTATIONS),
         help="comma-separated, of once, once-unfenced, powertools, naive (default: %(default)s)",
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
