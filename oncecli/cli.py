@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
 
             code = operate.dispatch(args, console)
     except CliError as error:
-        err.print(f"[bold red]once {args.command}:[/] {error}")
+        err.print(f"[bold red]once {args.command}:[/] {error}", soft_wrap=True)
         code = error.exit_code
     except KeyboardInterrupt:
         err.print(f"once {args.command}: interrupted; engines stopped")
