@@ -17,7 +17,9 @@ And SQS: moto locks a FIFO message group while one of its messages is in flight,
 forgets a message's lock only when a receive reaches that message. Two messages of a group
 that come back together (a failed record and the rest of its group after it) then lock
 each other, and the later one is delivered first. Here a group is locked by its messages
-that are in flight and not yet visible again, as in SQS, so a group's order holds.
+that are in flight and not yet visible again, as in SQS. And moto runs two receives on one
+FIFO queue side by side, so both can hand out the same group: here they take turns (a long
+poll looks again every 50 ms), so that one group is in one batch at a time, as in SQS.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import copy
 import sys
 import threading
+import time
 from typing import Any
 
 import moto.dynamodb.models as dynamodb_models
@@ -33,11 +36,15 @@ from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler
 from moto.server import main
-from moto.sqs.models import Queue
+from moto.sqs.models import Message, Queue, SQSBackend
 
 _lock = threading.Lock()
 _call_action = DynamoHandler.call_action
 _transact_write_items = DynamoDBBackend.transact_write_items
+_receive_message = SQSBackend.receive_message
+_fifo_receives = threading.Lock()
+#: How often a long poll on a FIFO queue looks for messages again.
+_FIFO_POLL_S = 0.05
 
 
 def _serialized(self: Any) -> Any:
@@ -98,10 +105,41 @@ def _groups_in_flight(self: Queue) -> set[str]:
     }
 
 
+def _fifo_receives_take_turns(
+    self: SQSBackend,
+    queue_name: str,
+    count: int,
+    wait_seconds_timeout: int,
+    visibility_timeout: int,
+    message_attribute_names: list[str] | None = None,
+) -> list[Message]:
+    """A receive; on a FIFO queue, one at a time, each one short, until one finds messages
+    or the long poll's time is up."""
+    if not self.get_queue(queue_name).fifo_queue:
+        return _receive_message(
+            self,
+            queue_name,
+            count,
+            wait_seconds_timeout,
+            visibility_timeout,
+            message_attribute_names,
+        )
+    deadline = time.monotonic() + (wait_seconds_timeout or 0)
+    while True:
+        with _fifo_receives:
+            found = _receive_message(
+                self, queue_name, count, 0, visibility_timeout, message_attribute_names
+            )
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(_FIFO_POLL_S)
+
+
 DynamoHandler.call_action = _serialized  # type: ignore[method-assign]
 DynamoDBBackend.transact_write_items = _transact_by_item  # type: ignore[method-assign]
 dynamodb_models.copy = _CopyTablesByReference()  # type: ignore[assignment]
 Queue.pending_message_groups = property(_groups_in_flight)  # type: ignore[assignment,method-assign]
+SQSBackend.receive_message = _fifo_receives_take_turns  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -7,6 +7,7 @@ change is made here, with a note that says why (``LocalCloud.notes`` lists them)
   and emulated by ``mapping.Mapping`` with the template's settings;
 - resource types moto's CloudFormation cannot create are stripped, with what refers to them;
 - KMS key tags are spelled the way moto's KMS reads them;
+- a FIFO queue without a name gets one that ends in ``.fifo``, as CloudFormation gives it;
 - a bootstrap-version rule, if any, is removed (there is no bootstrap stack locally).
 """
 
@@ -190,6 +191,18 @@ def for_moto(template: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(
                 f"tags of AWS::KMS::Key {logical_id} spelled TagKey/TagValue "
                 "(moto's KMS reads only that spelling)"
+            )
+        properties = resource.get("Properties", {})
+        if (
+            resource["Type"] == "AWS::SQS::Queue"
+            and str(properties.get("FifoQueue")).lower() == "true"
+            and "QueueName" not in properties
+        ):
+            # As CloudFormation names it, less the random suffix: SQS allows 80 characters.
+            properties["QueueName"] = f"{STACK_NAME}-{logical_id}"[: 80 - len(".fifo")] + ".fifo"
+            notes.append(
+                f"FIFO queue {logical_id} named {properties['QueueName']} (moto's "
+                "CloudFormation would give it a name without .fifo, which SQS refuses)"
             )
     if deployable.get("Rules", {}).pop("CheckBootstrapVersion", None) is not None:
         deployable.get("Parameters", {}).pop("BootstrapVersion", None)
