@@ -172,6 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
         "timeout and maxReceiveCount)",
     )
     demo.add_argument("--seed", type=int, default=7, help="workload seed (default: %(default)s)")
+    demo.add_argument(
+        "--fifo",
+        action="store_true",
+        help="the stack's FIFO variant (-c fifo=true): each account's payments in one "
+        "message group, checked to take effect in the order sent (default: standard queue)",
+    )
     _local_args(demo)
 
     up = _sub(
@@ -282,6 +288,9 @@ def _demo(args: argparse.Namespace, argv: list[str], console: Console) -> int:
     from oncecli.demo import verdict
     from oncecli.demo.drive import DemoOptions, run
 
+    context = _context(args.context)
+    if args.fifo:
+        context["fifo"] = "true"
     options = DemoOptions(
         messages=args.messages,
         duplicate_rate=args.duplicate_rate,
@@ -290,16 +299,20 @@ def _demo(args: argparse.Namespace, argv: list[str], console: Console) -> int:
         engine=args.engine,
         json_path=args.json_path,
         assembly=args.template_dir,
-        context=_context(args.context),
+        context=context,
         timeout_s=args.timeout,
         seed=args.seed,
+        fifo=context.get("fifo") == "true",
     )
     result = run(options, argv, console)
     verdict.render(result, console)
     if options.json_path:
         verdict.write_json(result, options.json_path)
-    if result["lost"] or not result["ledger_ok"]:
-        raise DemoFailed(f"{result['lost']} messages lost, ledger_ok={result['ledger_ok']}")
+    if result["lost"] or not result["ledger_ok"] or result["order_ok"] is False:
+        raise DemoFailed(
+            f"{result['lost']} messages lost, ledger_ok={result['ledger_ok']}, "
+            f"order_ok={result['order_ok']}"
+        )
     return 0
 
 

@@ -27,7 +27,7 @@ class DemoFailed(CliError):
     """The demo ran, but a message was lost or the ledger is wrong."""
 
     exit_code = 1
-    meaning = "the run found a lost message or a wrong ledger"
+    meaning = "the run found a lost message, a wrong ledger or (FIFO) a payment out of order"
 
 
 class NoCredentials(CliError):

@@ -33,6 +33,8 @@ class DemoOptions:
     context: dict[str, str] = field(default_factory=dict)
     timeout_s: float | None = None
     seed: int = 7
+    #: The FIFO variant of the stack (``-c fifo=true``), its order checked.
+    fifo: bool = False
 
 
 def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
             + (config.max_receive_count or 5) * config.visibility_timeout_s * 1.5
         )
         sqs, ddb = cloud.client("sqs"), cloud.client("dynamodb")
-        producer = workload.Producer(sqs, config.queue_url)
+        producer = workload.Producer(sqs, config.queue_url, fifo=options.fifo)
         prefix = function.environment.get(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME)
         is_done = workload.completed_check(ddb, cloud.outputs["IdempotencyTableName"], prefix)
         drain_started = time.monotonic()
@@ -109,6 +111,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
                 sqs=sqs,
                 outputs=cloud.outputs,
                 prefix=prefix,
+                fifo=options.fifo,
             )
         result.update(
             {

@@ -69,8 +69,12 @@ def check(
     sqs: Any,
     outputs: dict[str, str],
     prefix: str,
+    fifo: bool = False,
 ) -> dict[str, Any]:
-    """Compare the stored state with the workload; the dict is the ``--json`` report."""
+    """Compare the stored state with the workload; the dict is the ``--json`` report.
+
+    On a FIFO queue, ``order_ok`` also says whether each account's payments took effect in
+    the order they were sent (None on a standard queue, which promises no order)."""
     records = {item[c.ATTR_ID]["S"]: item for item in scan(ddb, outputs["IdempotencyTableName"])}
     ledger = read_ledger(ddb, outputs["LedgerTableName"])
     entries, balances = ledger.entries, ledger.balances
@@ -117,12 +121,36 @@ def check(
         ),
         "source_queue_left": queue_depth(sqs, outputs["QueueUrl"]).total,
         "accounts": len(balances),
+        "order_ok": out_of_order(workload, sent, records, prefix) == 0 if fifo else None,
     }
+
+
+def out_of_order(
+    workload: Workload, sent: dict[str, Message], records: dict[str, Any], prefix: str
+) -> int:
+    """Payments that completed before a payment of their account sent ahead of them.
+
+    A record's ``updated_at`` is when it completed, which follows the ledger's credit: in a
+    FIFO message group, the order in which the credits took effect."""
+    last: dict[str, int] = {}
+    late = 0
+    for message in sent.values():  # in the order sent
+        if message.kind != "payment" or message.payment_id not in workload.payments:
+            continue
+        record = records.get(record_id(prefix, message.payment_id))
+        if record is None or record[c.ATTR_STATUS]["S"] != c.STATUS_COMPLETED:
+            continue  # not done: counted as lost, if it is
+        account, _ = workload.payments[message.payment_id]
+        completed = int(record[c.ATTR_UPDATED_AT]["N"])
+        if completed < last.get(account, 0):
+            late += 1
+        last[account] = max(completed, last.get(account, 0))
+    return late
 
 
 def render(report: dict[str, Any], console: Console) -> None:
     """The report table the demo prints."""
-    ok = report["lost"] == 0 and report["ledger_ok"]
+    ok = report["lost"] == 0 and report["ledger_ok"] and report.get("order_ok") is not False
     table = Table(
         title="once demo: " + ("every message took effect once" if ok else "SOMETHING WENT WRONG"),
         title_justify="left",
@@ -179,6 +207,14 @@ def render(report: dict[str, Any], console: Console) -> None:
                 "wall time",
                 f"{report['wall_s']:.1f} s",
                 f"engine {report['engine']}, {report['workers']} workers",
+            )
+        )
+    if report.get("order_ok") is not None:
+        rows.append(
+            (
+                "order_ok",
+                (good if report["order_ok"] else bad) + str(report["order_ok"]).lower(),
+                "each account's payments took effect in the order sent (FIFO)",
             )
         )
     for name, value, meaning in rows:

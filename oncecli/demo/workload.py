@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -124,13 +125,41 @@ def build(messages: int, duplicate_rate: float, bad_rate: float, seed: int = 7) 
     return Workload(groups, late, payments, kinds)
 
 
-class Producer:
-    """Sends a workload and remembers every message id it got back."""
+#: SQS's limit on a MessageGroupId.
+MAX_GROUP_ID = 128
 
-    def __init__(self, sqs: Any, queue_url: str) -> None:
+
+def message_group(message: Message) -> str:
+    """The FIFO message group of a message: its payment's account, so that each account's
+    payments apply in the order sent; the kind for a body without a usable account."""
+    try:
+        account = json.loads(message.body).get("account")
+    except (ValueError, AttributeError):
+        account = None
+    if isinstance(account, str) and 0 < len(account) <= MAX_GROUP_ID:
+        return account
+    return message.kind
+
+
+class Producer:
+    """Sends a workload and remembers every message id it got back, in the order sent.
+
+    On a FIFO queue each message goes to its account's group (``message_group``), with a
+    deduplication id of its own: SQS must not drop the duplicates once has to recognize.
+    """
+
+    def __init__(self, sqs: Any, queue_url: str, *, fifo: bool = False) -> None:
         self._sqs = sqs
         self._url = queue_url
+        self._fifo = fifo
         self.sent: dict[str, Message] = {}
+
+    def _entry(self, n: int, message: Message) -> dict[str, Any]:
+        entry: dict[str, Any] = {"Id": str(n), "MessageBody": message.body}
+        if self._fifo:
+            entry["MessageGroupId"] = message_group(message)
+            entry["MessageDeduplicationId"] = uuid.uuid4().hex
+        return entry
 
     def send_group(self, group: list[Message]) -> None:
         """One SendMessageBatch call; entries SQS refused are sent again (a producer retry
@@ -139,7 +168,7 @@ class Producer:
         while pending:
             response = self._sqs.send_message_batch(
                 QueueUrl=self._url,
-                Entries=[{"Id": str(i), "MessageBody": m.body} for i, m in pending.items()],
+                Entries=[self._entry(i, m) for i, m in pending.items()],
             )
             for ok in response.get("Successful", []):
                 self.sent[ok["MessageId"]] = pending.pop(int(ok["Id"]))

@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from oncecli.demo.verdict import out_of_order
+from oncecli.demo.workload import Message, Workload
 from oncecli.project import ROOT
 from tests.localcloud.helpers import CONTEXT
 
@@ -62,3 +64,23 @@ def test_demo_on_dynamodb_local(tmp_path):
     report = demo(tmp_path, "--engine", "dynamodb-local")
     check(report)
     assert report["engine"] == "dynamodb-local"
+
+
+def test_demo_fifo_on_moto_applies_each_accounts_payments_in_order(tmp_path):
+    report = demo(tmp_path, "--fifo")
+    check(report)
+    assert report["order_ok"] is True
+
+
+def test_a_payment_completed_before_one_sent_ahead_of_it_is_out_of_order():
+    plan = Workload(groups=[], late=[], payments={"p1": ("a", 1), "p2": ("a", 2), "q": ("b", 3)})
+    sent = {f"m{n}": Message("payment", "{}", pid) for n, pid in enumerate(("p1", "q", "p2"))}
+
+    def records(**completed_at: int) -> dict:
+        return {
+            f"payments#{pid}": {"status": {"S": "COMPLETED"}, "updated_at": {"N": str(at)}}
+            for pid, at in completed_at.items()
+        }
+
+    assert out_of_order(plan, sent, records(p1=10, p2=20, q=5), "payments") == 0
+    assert out_of_order(plan, sent, records(p1=20, p2=10, q=30), "payments") == 1
