@@ -23,6 +23,7 @@ import boto3
 import jmespath
 from botocore.exceptions import ClientError
 
+from oncecli.aws import record_id
 from oncecli.chaos.peers.attempt import Attempt
 
 Process = Callable[[Any, Attempt], Any]
@@ -58,7 +59,7 @@ def make_handler(
     def handle(record: dict[str, Any]) -> None:
         body = json.loads(record["body"])
         business_key = str(key_path.search(body))
-        item_key = {"id": {"S": f"{key_prefix}#{business_key}"}}
+        item_key = {"id": {"S": record_id(key_prefix, business_key)}}
         now = int(time.time())
         try:
             dynamodb().put_item(
