@@ -15,6 +15,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+#: The environment variable that names the stack the commands operate on (``--stack``).
+STACK_ENV = "ONCE_STACK"
 #: The local cloud's region: what `once up` prints, and what every command given
 #: ``--endpoint-url`` uses unless told otherwise.
 LOCAL_REGION = "us-east-1"
@@ -35,7 +37,8 @@ def local_env() -> dict[str, str]:
 
 def local_client(service: str, endpoint: str, *, pool: int = 20) -> Any:
     """A client for a local engine: the local region and credentials, standard retries."""
-    return boto3.client(
+    # Any service by name: the stubs' overloads know literal names only.
+    return boto3.client(  # type: ignore[call-overload]
         service,
         endpoint_url=endpoint,
         region_name=LOCAL_REGION,

@@ -12,14 +12,31 @@ import argparse
 import signal
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from rich.console import Console
 
-from oncecli.chaos.command import add_parser as add_chaos_parser
-from oncecli.errors import CliError, DemoFailed
+from oncecli.aws import LOCAL_REGION, STACK_ENV
+from oncecli.chaos import command as chaos
+from oncecli.errors import (
+    EXIT_SIGNALS,
+    CliError,
+    DemoFailed,
+    EngineFailed,
+    EngineNotInstalled,
+    JavaMissing,
+    NoCredentials,
+    RecordNotFound,
+    StackNotFound,
+    SynthFailed,
+    UnshareNotPermitted,
+    epilog,
+)
 from oncecli.localcloud import cloud
+from oncecli.localcloud.engines import ENGINES
 from oncecli.localcloud.template import STACK_NAME
 from oncecli.project import BUILD_DIR
 
@@ -49,91 +66,211 @@ def _context(pairs: list[str] | None) -> dict[str, str]:
 def _local_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
-        choices=cloud.ENGINES,
+        choices=ENGINES,
         default="moto",
-        help="where the tables live (SQS is always moto); default moto",
+        help="where the tables live; SQS is always moto (default: %(default)s)",
     )
     parser.add_argument(
         "--template-dir",
         type=Path,
         metavar="DIR",
-        help="a synthesized cloud assembly to deploy instead of synthesizing",
+        help="a synthesized cloud assembly to deploy (default: synthesize the local stage "
+        "of the CDK app here, cached in build/localcloud)",
     )
     parser.add_argument(
         "-c",
         "--context",
         action="append",
         metavar="KEY=VALUE",
-        help="CDK context for the local stage, e.g. -c function_timeout_s=2",
+        help="CDK context for the local stage, repeatable, e.g. -c function_timeout_s=2 "
+        "(default: none)",
     )
 
 
 def _target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stack",
-        help="CloudFormation stack whose outputs name the queue "
-        "and tables (default Once-local with --endpoint-url)",
+        help=f"the CloudFormation stack whose outputs name the queues and table (default: "
+        f"${STACK_ENV}; with --endpoint-url, {STACK_NAME})",
     )
     parser.add_argument(
-        "--endpoint-url", help="a local cloud (moto) endpoint, e.g. the one `once up` prints"
+        "--endpoint-url",
+        metavar="URL",
+        help="a local cloud's endpoint, the one `once up` prints (default: none, AWS itself)",
     )
     parser.add_argument(
-        "--dynamodb-endpoint-url", help="where the tables are, if elsewhere (DynamoDB Local)"
+        "--dynamodb-endpoint-url",
+        metavar="URL",
+        help="where the tables are, if not at --endpoint-url: DynamoDB Local "
+        "(default: --endpoint-url)",
     )
-    parser.add_argument("--region", help="AWS region (default: the standard chain)")
+    parser.add_argument(
+        "--region",
+        help="AWS region (default: $AWS_REGION, then $AWS_DEFAULT_REGION, then the profile's "
+        f"region, as the AWS CLI does; with --endpoint-url, the local cloud's {LOCAL_REGION})",
+    )
+
+
+def _sub(sub: Any, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help,
+        description=help[0].upper() + help[1:] + ".",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="once", description=("Run the once stack on a local cloud, or operate a deployed one.")
+        prog="once",
+        description="Run the once stack on a local cloud, or operate a deployed one.",
+        epilog="`once COMMAND --help` says what each command does and its exit codes.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('once')}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    local_failures = (EngineNotInstalled, JavaMissing, UnshareNotPermitted, EngineFailed)
 
-    demo = sub.add_parser("demo", help="deploy the local stage, run a workload, check it")
-    demo.add_argument("--messages", type=int, default=300, help="messages to send (300)")
+    demo = _sub(
+        sub,
+        "demo",
+        "deploy the local stage, run a workload through it, check every message's fate",
+        epilog(*local_failures, SynthFailed, failure=DemoFailed.meaning),
+    )
     demo.add_argument(
-        "--duplicate-rate", type=_rate, default=0.2, help="share of duplicate messages (0.2)"
+        "--messages", type=int, default=300, help="messages to send (default: %(default)s)"
+    )
+    demo.add_argument(
+        "--duplicate-rate",
+        type=_rate,
+        default=0.2,
+        help="share of duplicate messages (default: %(default)s)",
     )
     demo.add_argument(
         "--bad-rate",
         type=_rate,
         default=0.05,
-        help="share of malformed, mismatched and poison messages (0.05)",
+        help="share of malformed, mismatched and poison messages (default: %(default)s)",
     )
     demo.add_argument(
         "--workers",
         type=int,
         help="worker processes (default and cap: the mapping's maximum concurrency)",
     )
-    demo.add_argument("--json", dest="json_path", metavar="PATH", help="write the report here")
-    demo.add_argument("--timeout", type=float, help="give up draining after this many s")
-    demo.add_argument("--seed", type=int, default=7, help="workload seed (7)")
+    demo.add_argument(
+        "--json",
+        dest="json_path",
+        metavar="PATH",
+        help="also write the report as JSON here (default: none)",
+    )
+    demo.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="give up draining after S seconds (default: from the messages, the visibility "
+        "timeout and maxReceiveCount)",
+    )
+    demo.add_argument("--seed", type=int, default=7, help="workload seed (default: %(default)s)")
     _local_args(demo)
 
-    up = sub.add_parser("up", help="run the local cloud and its mapping until Ctrl-C")
-    up.add_argument("--workers", type=int)
-    up.add_argument("--no-mapping", action="store_true", help="deploy only; nothing consumes")
-    up.add_argument("--for", dest="for_s", type=float, help="stop after this many seconds")
+    up = _sub(
+        sub,
+        "up",
+        "run the local cloud and its event source mapping until Ctrl-C",
+        epilog(*local_failures, SynthFailed, failure="failed"),
+    )
+    up.add_argument(
+        "--workers",
+        type=int,
+        help="worker processes (default and cap: the mapping's maximum concurrency)",
+    )
+    up.add_argument(
+        "--no-mapping",
+        action="store_true",
+        help="deploy only: nothing consumes the queue (default: the mapping runs)",
+    )
+    up.add_argument(
+        "--for",
+        dest="for_s",
+        type=float,
+        metavar="S",
+        help="stop after S seconds (default: run until Ctrl-C)",
+    )
     _local_args(up)
 
-    send = sub.add_parser("send", help="send payments: --count N, or a JSONL file of bodies")
+    target_failures = (NoCredentials, StackNotFound, EngineFailed)
+    send = _sub(
+        sub,
+        "send",
+        "send messages to the stack's queue: exactly one of --count N and FILE",
+        epilog(*target_failures, failure="a message was not sent; or " + CliError.meaning),
+    )
     what = send.add_mutually_exclusive_group(required=True)
-    what.add_argument("--count", type=int, help="N new random payments")
+    what.add_argument(
+        "--count",
+        type=int,
+        metavar="N",
+        help="N new random payments, as the example's service takes them (no default: "
+        "--count or FILE is required)",
+    )
     what.add_argument("file", nargs="?", type=Path, help="JSONL: one message body a line")
+    send.add_argument(
+        "--key",
+        default="paymentId",
+        metavar="JMESPATH",
+        help="where each body's business key is, to print it (default: %(default)s)",
+    )
+    send.add_argument(
+        "--json",
+        dest="json_path",
+        metavar="PATH",
+        help="also write what was sent (keys, message ids) as JSON here (default: none)",
+    )
     _target_args(send)
 
-    status = sub.add_parser("status", help="queue depth, in flight, DLQ depth, records")
+    status = _sub(
+        sub,
+        "status",
+        "show queue depth, messages in flight, DLQ depth and records by status",
+        epilog(*target_failures),
+    )
     _target_args(status)
 
-    inspect = sub.add_parser("inspect", help="one record: status, fence, lease, result")
-    inspect.add_argument("key", help="the business key (paymentId)")
+    inspect = _sub(
+        sub,
+        "inspect",
+        "show one record: status, fence, lease, result",
+        epilog(*target_failures, RecordNotFound),
+    )
+    inspect.add_argument(
+        "key", help="a business key: the value the handler's key expression selects"
+    )
     _target_args(inspect)
 
-    redrive = sub.add_parser("redrive", help="move the DLQ's messages back to the source")
-    redrive.add_argument("--max", type=int, help="move at most this many")
+    redrive = _sub(
+        sub,
+        "redrive",
+        "move the DLQ's messages back to the source queue",
+        epilog(*target_failures),
+    )
+    redrive.add_argument(
+        "--max",
+        type=int,
+        metavar="N",
+        help="move at most N messages, one by one (default: all; with SQS's own "
+        "StartMessageMoveTask where the endpoint has it)",
+    )
+    redrive.add_argument(
+        "--rate",
+        type=int,
+        metavar="N",
+        help="with StartMessageMoveTask: at most N messages a second (default: SQS's own, "
+        "up to 500)",
+    )
     _target_args(redrive)
 
-    add_chaos_parser(sub)
+    chaos.add_arguments(_sub(sub, "chaos", chaos.HELP, chaos.EPILOG))
     return parser
 
 
@@ -171,19 +308,16 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
         args.engine, argv, assembly=args.template_dir, context=_context(args.context)
     )
     try:
+        # soft_wrap: URLs and flags stay on one line, whatever the width or the pipe.
         for note in local.notes:
-            console.print(f"  local patch: {note}")
-        console.print(
-            f"[bold]{STACK_NAME}[/] is up: --endpoint-url "
-            f"{local.endpoints['sqs']}"
-            + (
-                f" --dynamodb-endpoint-url {local.endpoints['dynamodb']}"
-                if local.endpoints["dynamodb"] != local.endpoints["sqs"]
-                else ""
-            )
-        )
+            console.print(f"  local patch: {note}", soft_wrap=True)
+        flags = f"--endpoint-url {local.endpoints['sqs']} --region {LOCAL_REGION}"
+        if local.endpoints["dynamodb"] != local.endpoints["sqs"]:
+            flags += f" --dynamodb-endpoint-url {local.endpoints['dynamodb']}"
+        console.print(f"[bold]{STACK_NAME}[/] is up: {flags}", soft_wrap=True)
+        console.print(f"  Region = {LOCAL_REGION}", soft_wrap=True)
         for key, value in local.outputs.items():
-            console.print(f"  {key} = {value}")
+            console.print(f"  {key} = {value}", soft_wrap=True)
         sys.stdout.flush()
         mapping = None
         if not args.no_mapping:
@@ -200,7 +334,7 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
             ).start()
             console.print(f"mapping running with {mapping.concurrency} workers; Ctrl-C stops")
         sys.stdout.flush()
-        deadline = time.monotonic() + args.for_s if args.for_s else None
+        deadline = None if args.for_s is None else time.monotonic() + args.for_s
         try:
             while deadline is None or time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -218,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console()
     err = Console(stderr=True)
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in EXIT_SIGNALS:
         signal.signal(signum, _on_signal)
     try:
         if args.command == "demo":
@@ -226,13 +360,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "up":
             code = _up(args, argv, console)
         elif args.command == "chaos":
-            code = args.func(args)
+            code = chaos.run(args)
         else:
             from oncecli import operate
 
             code = operate.dispatch(args, console)
     except CliError as error:
-        err.print(f"[bold red]once {args.command}:[/] {error}")
+        err.print(f"[bold red]once {args.command}:[/] {error}", soft_wrap=True)
         code = error.exit_code
     except KeyboardInterrupt:
         err.print(f"once {args.command}: interrupted; engines stopped")

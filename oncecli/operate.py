@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import jmespath
+import jmespath.parser
 from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
@@ -34,23 +36,24 @@ from oncecli.aws import (
     LOCAL_ACCESS_KEY_ID,
     LOCAL_REGION,
     LOCAL_SECRET_ACCESS_KEY,
+    STACK_ENV,
     queue_depth,
     record_id,
     scan,
 )
-from oncecli.errors import CliError, EngineFailed, NoCredentials, StackNotFound
+from oncecli.errors import (
+    CliError,
+    EngineFailed,
+    NoCredentials,
+    RecordNotFound,
+    StackNotFound,
+    UsageError,
+)
 from oncecli.localcloud.template import STACK_NAME
 from oncecli.redrive import move
 
-_REQUIRED_OUTPUTS = ("QueueUrl", "DlqUrl", "IdempotencyTableName", "LedgerTableName")
-
-
-class RecordNotFound(CliError):
-    exit_code = 10
-
-
-class UsageError(CliError):
-    exit_code = 2
+#: The outputs every stack built from an OnceConsumer has; the example's ledger is not one.
+_REQUIRED_OUTPUTS = ("QueueUrl", "DlqUrl", "IdempotencyTableName")
 
 
 @dataclass
@@ -67,31 +70,37 @@ class Target:
         return record_id(self.prefix, key)
 
 
+def region_of(args: argparse.Namespace) -> str | None:
+    """The region to work in, chosen as the AWS CLI does: ``--region``, then ``AWS_REGION``,
+    then boto3's own chain (``AWS_DEFAULT_REGION``, then the profile: None here). With
+    ``--endpoint-url`` the local cloud's region, unless ``--region`` says otherwise, so
+    that a profile naming another region does not hide the local stack."""
+    if args.region:
+        return str(args.region)
+    if args.endpoint_url:
+        return LOCAL_REGION
+    return os.environ.get("AWS_REGION") or None
+
+
 def _session(args: argparse.Namespace) -> boto3.Session:
-    session = boto3.Session(region_name=args.region)
+    session = boto3.Session(region_name=region_of(args))
     if args.endpoint_url and session.get_credentials() is None:
         # A local engine accepts any credentials; do not ask the user for some.
         session = boto3.Session(
-            region_name=args.region or LOCAL_REGION,
+            region_name=session.region_name,
             aws_access_key_id=LOCAL_ACCESS_KEY_ID,
             aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
-        )
-    if args.endpoint_url and session.region_name is None:
-        session = boto3.Session(
-            region_name=LOCAL_REGION,
-            aws_access_key_id=session.get_credentials().access_key,
-            aws_secret_access_key=session.get_credentials().secret_key,
         )
     return session
 
 
 def resolve(args: argparse.Namespace) -> Target:
     """Find the stack's outputs and build the clients, or fail with a clear exit code."""
-    stack = args.stack or (STACK_NAME if args.endpoint_url else os.environ.get("ONCE_STACK"))
+    stack = args.stack or (STACK_NAME if args.endpoint_url else os.environ.get(STACK_ENV))
     if not stack:
         raise UsageError(
-            "which stack? pass --stack NAME (a deployed stack) or --endpoint-url "
-            "URL (the local cloud)"
+            f"which stack? pass --stack NAME or set {STACK_ENV} (a deployed stack), or pass "
+            "--endpoint-url URL (the local cloud)"
         )
     config = Config(retries={"mode": "standard", "max_attempts": 3})
     try:
@@ -131,7 +140,9 @@ def resolve(args: argparse.Namespace) -> Target:
             "role); for the local cloud pass --endpoint-url"
         ) from error
     except NoRegionError as error:
-        raise CliError("no AWS region: pass --region or set AWS_REGION") from error
+        raise CliError(
+            "no AWS region: pass --region, or set AWS_REGION or a region in your profile"
+        ) from error
     except EndpointConnectionError as error:
         raise EngineFailed(
             f"cannot reach {error.kwargs.get('endpoint_url')}: is the local cloud up (`once up`)?"
@@ -165,24 +176,45 @@ def _bodies(args: argparse.Namespace) -> list[str]:
 
 
 def send(args: argparse.Namespace, console: Console) -> int:
+    """Send the bodies in batches of ten; print each one's business key and message id."""
     target = resolve(args)
     bodies = _bodies(args)
-    sent = 0
+    key_path = jmespath.compile(args.key)
+    sent: list[dict[str, str | None]] = []
+    failed: list[dict[str, str | None]] = []
     for start in range(0, len(bodies), 10):
-        entries = [
-            {"Id": str(n), "MessageBody": b} for n, b in enumerate(bodies[start : start + 10])
-        ]
+        chunk = bodies[start : start + 10]
+        entries = [{"Id": str(n), "MessageBody": body} for n, body in enumerate(chunk)]
         response = target.sqs.send_message_batch(
             QueueUrl=target.outputs["QueueUrl"], Entries=entries
         )
-        sent += len(response.get("Successful", []))
-        for failed in response.get("Failed", []):
-            console.print(
-                f"[red]not sent[/]: entry {start + int(failed['Id'])}: "
-                f"{failed.get('Message', failed.get('Code'))}"
-            )
-    console.print(f"sent {sent} of {len(bodies)} messages to {target.outputs['QueueUrl']}")
-    return 0 if sent == len(bodies) else 1
+        for ok in response.get("Successful", []):
+            body = chunk[int(ok["Id"])]
+            sent.append({"key": _key(key_path, body), "message_id": ok["MessageId"]})
+        for refused in response.get("Failed", []):
+            body = chunk[int(refused["Id"])]
+            reason = refused.get("Message", refused.get("Code"))
+            failed.append({"key": _key(key_path, body), "error": reason})
+            console.print(f"[red]not sent[/]: line {start + int(refused['Id']) + 1}: {reason}")
+    for message in sent:
+        console.print(f"{message['key'] or '-'}  {message['message_id']}", soft_wrap=True)
+    console.print(
+        f"sent {len(sent)} of {len(bodies)} messages to {target.outputs['QueueUrl']}",
+        soft_wrap=True,
+    )
+    if args.json_path:
+        document = {"queue_url": target.outputs["QueueUrl"], "sent": sent, "failed": failed}
+        Path(args.json_path).write_text(json.dumps(document, indent=2) + "\n")
+    return 0 if not failed else 1
+
+
+def _key(path: jmespath.parser.ParsedResult, body: str) -> str | None:
+    """The business key of a body, for the user's eyes; None if it has none there."""
+    try:
+        found = path.search(json.loads(body))
+    except ValueError:
+        return None
+    return None if found is None else str(found)
 
 
 def status(args: argparse.Namespace, console: Console) -> int:
@@ -258,24 +290,33 @@ def _arn(sqs: Any, url: str) -> str:
 
 
 def redrive(args: argparse.Namespace, console: Console) -> int:
-    """StartMessageMoveTask where the engine has it; otherwise ``oncecli.redrive.move``."""
+    """All of the DLQ with StartMessageMoveTask where the endpoint has it (``--rate`` caps
+    its speed); ``--max N`` (or no move task here) moves them one by one with
+    ``oncecli.redrive.move``, so that N means a count everywhere."""
     target = resolve(args)
     sqs, dlq, source = target.sqs, target.outputs["DlqUrl"], target.outputs["QueueUrl"]
-    try:
-        request: dict[str, Any] = {"SourceArn": _arn(sqs, dlq), "DestinationArn": _arn(sqs, source)}
-        if args.max:
-            request["MaxNumberOfMessagesPerSecond"] = min(args.max, 500)
-        handle = sqs.start_message_move_task(**request)["TaskHandle"]
-        console.print(
-            f"StartMessageMoveTask started (task {handle}); SQS moves the messages "
-            "in the background"
-        )
-        return 0
-    except (ClientError, BotoCoreError) as error:
-        console.print(
-            f"StartMessageMoveTask unavailable here ({_short(error)}); moving the "
-            "messages one by one"
-        )
+    if args.max is not None and args.max < 1:
+        raise UsageError("--max must be at least 1")
+    if args.max is None:
+        try:
+            request: dict[str, Any] = {
+                "SourceArn": _arn(sqs, dlq),
+                "DestinationArn": _arn(sqs, source),
+            }
+            if args.rate:
+                request["MaxNumberOfMessagesPerSecond"] = min(args.rate, 500)
+            handle = sqs.start_message_move_task(**request)["TaskHandle"]
+            console.print(
+                f"StartMessageMoveTask started (task {handle}); SQS moves the messages "
+                "in the background",
+                soft_wrap=True,
+            )
+            return 0
+        except (ClientError, BotoCoreError) as error:
+            console.print(
+                f"StartMessageMoveTask unavailable here ({_short(error)}); moving the "
+                "messages one by one"
+            )
     moved = move(sqs, dlq, source, args.max)
     console.print(f"moved {moved} messages from the DLQ back to the source queue")
     return 0

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from once.constants import DEFAULT_MAX_WORKERS
-from oncecli.bench.subjects import Context, Handler, Subjects, body, business, new_keys, sqs_event
+from oncecli.bench.subjects import Handler, Subjects, body, business, context, new_keys, sqs_event
 
 COMPARED = ("once", "powertools")
 RTT_MS = 10.0
@@ -154,7 +154,7 @@ def _deliver(handler: Handler, size: int) -> Callable[[], None]:
     event = sqs_event([body(k) for k in new_keys(size)])
 
     def action() -> None:
-        response = handler(event, Context())
+        response = handler(event, context())
         if response["batchItemFailures"]:
             raise RuntimeError(
                 f"{len(response['batchItemFailures'])} of {size} records failed in a bench "

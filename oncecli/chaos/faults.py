@@ -17,6 +17,7 @@ from typing import Any
 import botocore.handlers
 import urllib3
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 from botocore.exceptions import ConnectionClosedError
 
 _THROTTLE_BODY = (
@@ -82,9 +83,8 @@ class Injector:
             if _operation(request) not in names or not self._roll(rate):
                 return None
             self._count("throttle")
-            return AWSResponse(
-                request.url, 400, {"x-amzn-RequestId": "injected"}, _RawBody(_THROTTLE_BODY)
-            )
+            headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
+            return AWSResponse(request.url, 400, headers, _RawBody(_THROTTLE_BODY))
 
         self._register(hook)
 

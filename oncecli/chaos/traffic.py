@@ -54,7 +54,11 @@ def build(messages: int, seed: int) -> Workload:
         key = f"pay-{seed}-{payment_no:05d}"
         wave = 0 if len(work.sends) < messages // 2 else 1
         poison = rng.random() < 0.02
-        body = {"paymentId": key, "account": rng.choice(accounts), "amount": rng.randint(1, 50_000)}
+        body: dict[str, Any] = {
+            "paymentId": key,
+            "account": rng.choice(accounts),
+            "amount": rng.randint(1, 50_000),
+        }
         if poison:
             body["poison"] = True
             add(body, "poison", key, wave)

@@ -81,7 +81,7 @@ def check(
         if message_id not in deleted or message.payment_id is None:
             return False
         record = records.get(record_id(prefix, message.payment_id))
-        return bool(record) and record[c.ATTR_STATUS]["S"] == c.STATUS_COMPLETED
+        return record is not None and record[c.ATTR_STATUS]["S"] == c.STATUS_COMPLETED
 
     fates: Counter[str] = Counter()
     lost_ids = []

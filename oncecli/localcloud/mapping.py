@@ -11,6 +11,12 @@ one warm worker with the SQS event and a deadline of the function timeout, delet
 response says succeeded (``batchrules.decide``), and leave the rest to reappear after the
 visibility timeout. A worker that times out or crashes is killed and replaced, and its whole
 batch fails, as on Lambda.
+
+The mapping never sets a message's visibility itself, so a ChangeMessageVisibility made by
+the function (once's retry backoff) stands, as on AWS. On a FIFO queue, SQS's own rule
+keeps the order: a message group with a message in flight is not delivered (moto's server
+is patched to apply it as SQS does, see ``motoserver``), and a batch is one receive, with
+no batching window, so a failed record holds back its group until it comes back.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""moto's server, with each DynamoDB request run alone and transactions rolled back by item.
+"""moto's server, with each DynamoDB request run alone, transactions rolled back by item,
+and a FIFO queue's message groups locked only by the messages really in flight.
 
 Why: moto's TransactWriteItems snapshots every table it touches with ``deepcopy`` and rolls
 back by putting the snapshot back. On a server with requests on parallel threads that
@@ -11,6 +12,12 @@ So, in this process only: DynamoDB requests are serialized (moto's DynamoDB then
 one consistent store; it is still not DynamoDB's atomicity, so concurrency claims are made
 on DynamoDB Local only), and a transaction backs up just the items it names and restores
 those if it fails. SQS and the other services keep running in parallel.
+
+And SQS: moto locks a FIFO message group while one of its messages is in flight, but it
+forgets a message's lock only when a receive reaches that message. Two messages of a group
+that come back together (a failed record and the rest of its group after it) then lock
+each other, and the later one is delivered first. Here a group is locked by its messages
+that are in flight and not yet visible again, as in SQS, so a group's order holds.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler
 from moto.server import main
+from moto.sqs.models import Queue
 
 _lock = threading.Lock()
 _call_action = DynamoHandler.call_action
@@ -55,7 +63,7 @@ def _key(table: Table, attributes: dict[str, Any]) -> tuple[DynamoType, DynamoTy
 
 
 def _transact_by_item(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
-    backups = []
+    backups: list[tuple[Table, DynamoType, DynamoType | None, Any]] = []
     for entry in transact_items:
         _, operation = next(iter(entry.items()))
         table = self.tables.get(operation.get("TableName"))
@@ -81,9 +89,19 @@ def _transact_by_item(self: DynamoDBBackend, transact_items: list[dict[str, Any]
         raise
 
 
+def _groups_in_flight(self: Queue) -> set[str]:
+    """The message groups with a message received and not yet visible again."""
+    return {
+        message.group_id
+        for message in self.pending_messages
+        if message.group_id is not None and not message.visible
+    }
+
+
 DynamoHandler.call_action = _serialized  # type: ignore[method-assign]
 DynamoDBBackend.transact_write_items = _transact_by_item  # type: ignore[method-assign]
 dynamodb_models.copy = _CopyTablesByReference()  # type: ignore[assignment]
+Queue.pending_message_groups = property(_groups_in_flight)  # type: ignore[assignment,method-assign]
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import re
+import subprocess
+import sys
 import time
+from importlib.metadata import version
 
 import pytest
 
+from oncecli import operate
 from oncecli.aws import queue_depth
-from oncecli.cli import main
+from oncecli.cli import build_parser, main
 from oncecli.errors import EngineNotInstalled, UnshareNotPermitted
 from oncecli.localcloud import engines
-from tests.localcloud.helpers import mapping_for
+from oncecli.project import ROOT
+from tests.localcloud.helpers import CONTEXT, mapping_for
 
 
 def once(cloud, *args: str) -> int:
@@ -20,6 +28,16 @@ def once(cloud, *args: str) -> int:
 
 def depth(cloud, output: str) -> int:
     return queue_depth(cloud.client("sqs"), cloud.outputs[output]).total
+
+
+def drain(cloud, output: str) -> None:
+    """Delete every message of a queue (PurgeQueue may run once a minute)."""
+    sqs = cloud.client("sqs")
+    while messages := sqs.receive_message(
+        QueueUrl=cloud.outputs[output], MaxNumberOfMessages=10
+    ).get("Messages"):
+        for m in messages:
+            sqs.delete_message(QueueUrl=cloud.outputs[output], ReceiptHandle=m["ReceiptHandle"])
 
 
 def test_send_status_inspect(cloud, tmp_path, capsys):
@@ -115,3 +133,143 @@ def test_unshare_missing(monkeypatch):
     with pytest.raises(UnshareNotPermitted) as caught:
         engines.enter_private_netns(["demo"])
     assert caught.value.exit_code == 7
+
+
+def test_a_profile_in_another_region_does_not_hide_the_local_stack(cloud, monkeypatch, capsys):
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    assert once(cloud, "status") == 0
+    assert "queue: waiting" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flag", "aws_region", "aws_default_region", "expected"),
+    [
+        (None, "eu-central-1", "eu-west-2", "eu-central-1"),  # AWS_REGION first
+        (None, None, "eu-west-2", "eu-west-2"),  # then AWS_DEFAULT_REGION
+        ("ap-south-1", "eu-central-1", "eu-west-2", "ap-south-1"),  # --region above both
+    ],
+)
+def test_the_region_is_chosen_as_the_aws_cli_does(
+    monkeypatch, tmp_path, flag, aws_region, aws_default_region, expected
+):
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    for name, value in (("AWS_REGION", aws_region), ("AWS_DEFAULT_REGION", aws_default_region)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    argv = ["status", "--stack", "Once-prod", *(["--region", flag] if flag else [])]
+    assert operate._session(build_parser().parse_args(argv)).region_name == expected
+
+
+def test_no_region_anywhere_is_exit_1_with_what_to_do(monkeypatch, tmp_path, capsys):
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    assert main(["status", "--stack", "Once-prod"]) == 1
+    assert "no AWS region: pass --region, or set AWS_REGION" in capsys.readouterr().err
+
+
+def test_send_prints_the_keys_it_sent_and_writes_them_as_json(cloud, tmp_path, capsys):
+    bodies = tmp_path / "orders.jsonl"
+    bodies.write_text('{"paymentId": "k-1", "amount": 1}\n{"no": "key"}\n')
+    report = tmp_path / "sent.json"
+    assert once(cloud, "send", str(bodies), "--json", str(report)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    sent = json.loads(report.read_text())["sent"]
+    assert [m["key"] for m in sent] == ["k-1", None]
+    assert f"k-1  {sent[0]['message_id']}" in lines
+    assert f"-  {sent[1]['message_id']}" in lines
+    drain(cloud, "QueueUrl")
+
+
+def test_redrive_max_is_a_count(cloud, capsys):
+    sqs = cloud.client("sqs")
+    for n in range(3):
+        sqs.send_message(QueueUrl=cloud.outputs["DlqUrl"], MessageBody=f"dead {n}")
+    before = depth(cloud, "QueueUrl")
+    assert once(cloud, "redrive", "--max", "2") == 0
+    assert "moved 2 messages" in capsys.readouterr().out
+    assert depth(cloud, "DlqUrl") == 1 and depth(cloud, "QueueUrl") == before + 2
+    drain(cloud, "DlqUrl")
+    drain(cloud, "QueueUrl")
+
+
+def test_version_is_the_package_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"once {version('once')}"
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    (choices,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(choices.choices)
+
+
+@pytest.mark.parametrize("command", sorted(_commands()))
+def test_every_option_says_its_default_and_every_command_its_exit_codes(command):
+    parser = _commands()[command]
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            assert action.help and "default" in action.help, (command, action.option_strings)
+    assert "exit codes:" in parser.epilog
+    for code in ("0 ", "1 ", "2 ", "130", "143", "129"):
+        assert f"\n  {code}" in parser.epilog, (command, code)
+    stack = [a for a in parser._actions if "--stack" in a.option_strings]
+    assert not stack or "ONCE_STACK" in stack[0].help
+
+
+def test_up_prints_its_endpoint_region_and_urls_unbroken_into_a_pipe():
+    context = [f"-c{k}={v}" for k, v in CONTEXT.items()]
+    run = subprocess.run(
+        [sys.executable, "-m", "oncecli.cli", "up", "--for", "0", "--no-mapping", *context],
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "40"},  # narrower than any URL
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    (up,) = [line for line in lines if " is up: " in line]
+    assert re.search(r"--endpoint-url http://127\.0\.0\.1:\d+ --region us-east-1$", up)
+    assert "  Region = us-east-1" in lines
+    (queue,) = [line for line in lines if line.startswith("  QueueUrl = ")]
+    assert re.fullmatch(r"  QueueUrl = https://sqs\.us-east-1\.amazonaws\.com/\d+/\S+", queue)
+
+
+def test_the_commands_work_on_a_stack_without_the_example_ledger(cloud, capsys):
+    """Any stack made of an OnceConsumer: a queue, its DLQ and the idempotency table."""
+    template = {
+        "Resources": {
+            "Dlq": {"Type": "AWS::SQS::Queue"},
+            "Source": {"Type": "AWS::SQS::Queue"},
+            "Records": {
+                "Type": "AWS::DynamoDB::Table",
+                "Properties": {
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+                    "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+                },
+            },
+        },
+        "Outputs": {
+            "QueueUrl": {"Value": {"Ref": "Source"}},
+            "DlqUrl": {"Value": {"Ref": "Dlq"}},
+            "IdempotencyTableName": {"Value": {"Ref": "Records"}},
+        },
+    }
+    cloud.client("cloudformation").create_stack(
+        StackName="Orders-local", TemplateBody=json.dumps(template)
+    )
+    target = ["--endpoint-url", cloud.endpoints["sqs"], "--stack", "Orders-local"]
+    assert main(["send", "--count", "2", *target]) == 0
+    assert main(["status", *target]) == 0
+    assert main(["redrive", "--max", "1", *target]) == 0
+    assert main(["inspect", "o-1", *target]) == 10  # no record yet: found the table, not it
+    out = capsys.readouterr()
+    assert "sent 2 of 2" in out.out and "queue: waiting" in out.out
+    assert "no record" in out.err

@@ -74,7 +74,7 @@ def make_handler(
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
-            old = error.response.get("Item") or {}
+            old: Any = error.response.get("Item") or {}
             if old.get("status", {}).get("S") == COMPLETED:
                 return  # already done: acknowledge
             raise Busy(business_key) from None

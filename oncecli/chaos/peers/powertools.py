@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jmespath
 from aws_lambda_powertools.utilities.batch import (
@@ -62,7 +62,7 @@ def make_handler(
     persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
     config = IdempotencyConfig(
         event_key_jmespath=f"powertools_json(body).{key}",
-        payload_validation_jmespath="powertools_json(body)" if validate else None,
+        payload_validation_jmespath="powertools_json(body)" if validate else "",
         raise_on_no_idempotency_key=True,
         expires_after_seconds=expires_after_seconds,
     )
@@ -85,8 +85,9 @@ def make_handler(
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         config.register_lambda_context(context)
-        return process_partial_response(
+        response = process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context
         )
+        return cast(dict[str, Any], response)
 
     return lambda_handler
