@@ -33,7 +33,8 @@ java:
 
 setup: .venv/.installed node_modules/.installed build/.lambda-deps
 
-demo: setup java
+# The demo's default engine is moto: no Java (`once demo --engine dynamodb-local` asks for it).
+demo: setup
 	.venv/bin/once demo
 
 lint: .venv/.installed
