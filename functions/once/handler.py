@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSEvent
@@ -236,7 +236,7 @@ def make_handler(
     max_workers: int = c.DEFAULT_MAX_WORKERS,
     min_remaining_ms: int = c.DEFAULT_MIN_REMAINING_MS,
     envelope: str | None = None,
-    on_expired_lease: str = "run",
+    on_expired_lease: Literal["run", "quarantine"] = "run",
     backoff_base_s: int | None = c.DEFAULT_BACKOFF_BASE_S,
     backoff_max_s: int | None = c.DEFAULT_BACKOFF_MAX_S,
 ) -> Handler:

@@ -15,6 +15,7 @@ message ids of its own batch.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -57,7 +58,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class Handled:
-    """The end of one record: its outcome, and what the logs and metrics need."""
+    """The end of one record: its outcome, and what the logs, the metrics and the retry
+    backoff need."""
 
     message_id: str
     outcome: Outcome
@@ -354,9 +356,7 @@ def _unfinished(written: bool | None) -> Outcome:
 
 
 def _replace(handled: Handled, outcome: Outcome, reason: str | None = None) -> Handled:
-    return Handled(
-        handled.message_id, outcome, handled.key, handled.fence, handled.takeover, reason
-    )
+    return dataclasses.replace(handled, outcome=outcome, reason=reason)
 
 
 def _key_groups(items: list[_Item]) -> list[list[_Item]]:

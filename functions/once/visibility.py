@@ -49,7 +49,8 @@ class Visibility:
                 self._change(arn, entries[start : start + _BATCH])
 
     def _timeout_s(self, record: SQSRecord, end: Handled) -> int:
-        receive_count = int(record.attributes.approximate_receive_count or 1)
+        count = record.attributes.get("ApproximateReceiveCount")
+        receive_count = int(count) if count and count.isdigit() else 1
         if end.outcome is Outcome.BUSY:
             return self._backoff.busy_delay_s(receive_count, end.holder_remaining_ms)
         return self._backoff.delay_s(receive_count)

@@ -3,12 +3,12 @@
     python -m oncecli.bench.deliver [--n 100]
 
 Each row is one kind of delivery to a handler whose business code does nothing, repeated
-``n`` times in one ``OnceEnv`` (in-process moto), after a few unmeasured warm-up runs; the
-table gives the median and the 90th percentile in milliseconds. A takeover row times only
-the delivery after ``expire_leases``, not the crash that set it up. The first row is the
-fixture itself: entering and leaving ``OnceEnv`` (moto's mock, the table, the queues).
-The runtime's log lines and metrics are written to /dev/null, as a test run's capture would
-swallow them, so the terminal does not time itself.
+``n`` times in an ``OnceEnv`` of its own (in-process moto, an empty table), after a few
+unmeasured warm-up runs; the table gives the median and the 90th percentile in milliseconds.
+A takeover row times only the delivery after ``expire_leases``, not the crash that set it
+up. The first row is the fixture itself: entering and leaving ``OnceEnv`` (moto's mock, the
+table, the queues). The runtime's log lines and metrics are written to /dev/null, as a test
+run's capture would swallow them, so the terminal does not time itself.
 """
 
 from __future__ import annotations
@@ -63,53 +63,57 @@ def _quiet() -> Iterator[None]:
                     handler.setStream(stream)
 
 
-def measure(n: int) -> list[tuple[str, list[float]]]:
+def _row(
+    name: str, delivery: Callable[[OnceEnv, Any, Iterator[str]], list[float]]
+) -> tuple[str, list[float]]:
+    """One row, in an OnceEnv of its own: every row starts from an empty table."""
     keys = (f"o-{i}" for i in itertools.count())
-    rows: list[tuple[str, list[float]]] = []
+    with OnceEnv() as env:
+        handler = make_handler(_ship, key="orderId")
+        env.deliver(handler, [BODY])
+        return name, delivery(env, handler, keys)
 
+
+def _takeovers(env: OnceEnv, handler: Any, keys: Iterator[str], n: int) -> list[float]:
+    stuck: dict[str, Any] = {}
+
+    def crash_and_expire() -> None:
+        stuck["body"] = {"orderId": next(keys)}
+        env.deliver(handler, [stuck["body"]], crash="after_process")
+        env.expire_leases()
+
+    return _timed(lambda: env.deliver(handler, [stuck["body"]]), n, crash_and_expire)
+
+
+def measure(n: int) -> list[tuple[str, list[float]]]:
     def enter_and_leave() -> None:
         with OnceEnv():
             pass
 
-    rows.append(("OnceEnv setup and teardown", _timed(enter_and_leave, n)))
-    with OnceEnv() as env:
-        handler = make_handler(_ship, key="orderId", max_workers=10)
-        env.deliver(handler, [BODY])
-        rows.append(
-            ("new key, 1 body", _timed(lambda: env.deliver(handler, [{"orderId": next(keys)}]), n))
-        )
-        rows.append(("duplicate, 1 body", _timed(lambda: env.deliver(handler, [BODY]), n)))
-        rows.append(
-            (
-                "10 new keys, one batch",
-                _timed(
-                    lambda: env.deliver(handler, [{"orderId": next(keys)} for _ in range(10)]), n
-                ),
-            )
-        )
-        rows.append(
-            (
-                'crash="after_process", 1 body',
-                _timed(
-                    lambda: env.deliver(handler, [{"orderId": next(keys)}], crash="after_process"),
-                    n,
-                ),
-            )
-        )
-        stuck: dict[str, Any] = {}
-
-        def crash_and_expire() -> None:
-            stuck["body"] = {"orderId": next(keys)}
-            env.deliver(handler, [stuck["body"]], crash="after_process")
-            env.expire_leases()
-
-        rows.append(
-            (
-                "takeover after expire_leases",
-                _timed(lambda: env.deliver(handler, [stuck["body"]]), n, crash_and_expire),
-            )
-        )
-    return rows
+    return [
+        ("OnceEnv setup and teardown", _timed(enter_and_leave, n)),
+        _row(
+            "new key, 1 body",
+            lambda env, h, keys: _timed(lambda: env.deliver(h, [{"orderId": next(keys)}]), n),
+        ),
+        _row("duplicate, 1 body", lambda env, h, _: _timed(lambda: env.deliver(h, [BODY]), n)),
+        _row(
+            "10 new keys, one batch",
+            lambda env, h, keys: _timed(
+                lambda: env.deliver(h, [{"orderId": next(keys)} for _ in range(10)]), n
+            ),
+        ),
+        _row(
+            'crash="after_process", 1 body',
+            lambda env, h, keys: _timed(
+                lambda: env.deliver(h, [{"orderId": next(keys)}], crash="after_process"), n
+            ),
+        ),
+        _row(
+            "takeover after expire_leases",
+            lambda env, h, keys: _takeovers(env, h, keys, n),
+        ),
+    ]
 
 
 def render(rows: list[tuple[str, list[float]]], n: int) -> str:

@@ -249,3 +249,16 @@ def test_an_acknowledged_batch_changes_nothing(aws, once_handler, spy, sqs_event
     sent = changes(handler)
     assert handler(sqs_event([{"orderId": "o-1"}]), None) == {"batchItemFailures": []}
     assert sent == []
+
+
+def test_a_record_without_a_readable_receive_count_waits_as_a_first_receive(
+    aws, once_handler, sqs_event
+) -> None:
+    event = sqs_event([{"orderId": "o-1", "fail": True}, {"orderId": "o-2", "fail": True}])
+    del event["Records"][0]["attributes"]["ApproximateReceiveCount"]
+    event["Records"][1]["attributes"]["ApproximateReceiveCount"] = "many"
+    handler = once_handler(fail_some)
+    sent = changes(handler)
+
+    assert len(failed_ids(handler(event, None))) == 2
+    assert [e["VisibilityTimeout"] for e in sent[0]["Entries"]] == [2, 2]
