@@ -24,7 +24,7 @@ from botocore.config import Config
 from once import constants as c
 from once.backoff import Backoff
 from once.models import METRIC_NAMES, BatchResult, Outcome, RecordResult
-from once.observability import logger, publish, subsegment
+from once.observability import logger, name_service, publish, subsegment
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
 from once.quarantine import Quarantine
@@ -143,6 +143,7 @@ class Handler:
                     f"{c.ENV_TABLE_NAME}"
                 )
             self._config = config
+            name_service()
             # Requests are built here, so botocore's client-side validation only costs CPU.
             client_config = Config(
                 parameter_validation=False,
