@@ -3,11 +3,12 @@
 It resolves the configuration at the first invocation (arguments first, then environment
 variables, then the defaults in ``constants``), so that a module-level handler can be
 imported before its environment exists. It creates the AWS clients once per process,
-returns the partial batch response, and sets when the records it reports failed come back
-(``visibility.py``). The handler raises only for a broken configuration; a
-record-level problem always becomes an entry in ``batchItemFailures`` (or an
-acknowledgment). ``Handler.bind`` runs it with a record store or quarantine of the caller's
-choosing instead of the ones built from the configuration.
+returns the partial batch response (``Handler.handle`` returns each record's result beside
+it), and sets when the records it reports failed come back (``visibility.py``). The
+handler raises only for a broken configuration; a record-level problem always becomes an
+entry in ``batchItemFailures`` (or an acknowledgment). ``Handler.bind`` runs it with a
+record store or quarantine of the caller's choosing instead of the ones built from the
+configuration.
 """
 
 from __future__ import annotations
