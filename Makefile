@@ -25,7 +25,7 @@ node_modules/.installed: package.json package-lock.json
 # The Lambda's dependencies, for its platform, cached before anything runs offline.
 build/.lambda-deps: once_cdk/requirements-lambda.txt once_cdk/bundling.py .venv/.installed
 	$(PY) -c "from once_cdk.bundling import cached_dependencies; cached_dependencies()"
-	@touch $@
+	@mkdir -p $(@D) && touch $@
 
 # Java runs DynamoDB Local only: the targets that start it ask for it, synth does not.
 java:
@@ -33,7 +33,8 @@ java:
 
 setup: .venv/.installed node_modules/.installed build/.lambda-deps
 
-demo: setup java
+# The demo's default engine is moto: no Java (`once demo --engine dynamodb-local` asks for it).
+demo: setup
 	.venv/bin/once demo
 
 lint: .venv/.installed

@@ -2,8 +2,8 @@
 
 Every transition is one conditional write that returns the old item when its condition
 fails (``ReturnValuesOnConditionCheckFailure=ALL_OLD``). These pure functions read that old
-item and say what happened. They hold no I/O, so the table in DESIGN.md can be tested row
-by row and read in one sitting.
+item and say what happened. They hold no I/O, so the decision table of docs/design.md can be
+tested row by row and read in one sitting.
 """
 
 from __future__ import annotations

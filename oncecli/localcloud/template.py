@@ -41,7 +41,8 @@ def _inputs_digest(context: dict[str, str]) -> str:
     digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
     for name in _SYNTH_INPUTS:
         path = ROOT / name
-        files = sorted(p for p in path.rglob("*.py")) if path.is_dir() else [path]
+        # Every file of a folder, not only its modules: once_cdk holds the asset's pins.
+        files = sorted(path.rglob("*")) if path.is_dir() else [path]
         for file in files:
             if file.is_file() and "__pycache__" not in file.parts:
                 digest.update(str(file.relative_to(ROOT)).encode())

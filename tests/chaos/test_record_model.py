@@ -3,8 +3,8 @@
 Several simulated workers claim, complete and fail one key while a simulated clock moves
 past leases, workers' clocks are skewed within the lease margin, responses to applied
 writes are lost (so the SDK retries them) and TTL sweeps delete expired records. After
-every step the item in DynamoDB must equal a plain-Python model of DESIGN.md, and the
-record invariants must hold.
+every step the item in DynamoDB must equal a plain-Python model of docs/design.md (The
+record, Transitions), and the record invariants must hold.
 
 The control runs the same machine on a store whose finalize ignores the fence, and must
 catch the zombie's write: by construction, on hand-written sequences of steps that end in
@@ -48,7 +48,7 @@ class StaleWrite(AssertionError):
 
 @dataclass(frozen=True)
 class Model:
-    """What DESIGN.md says the item holds."""
+    """What docs/design.md says the item holds."""
 
     status: str
     fence: int

@@ -30,7 +30,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     """The wheel, built from a copy of what it is made of (setuptools leaves ``build/lib``
     behind in the tree it builds, and a stale copy there would hide a missing package)."""
     source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     for package, base in SHIPPED.items():
         if (ROOT / base / package).is_dir():
@@ -72,6 +72,14 @@ def test_every_module_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
 def test_the_once_command_is_its_entry_point(wheel: zipfile.ZipFile) -> None:
     _, entry_points = _metadata(wheel)
     assert "once = oncecli.cli:main" in entry_points
+
+
+def test_the_wheel_declares_its_license_and_carries_its_text(wheel: zipfile.ZipFile) -> None:
+    (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    metadata = Parser().parsestr(wheel.read(name).decode())
+    assert metadata["License-Expression"] == "MIT"
+    (license_file,) = [n for n in wheel.namelist() if n.endswith("licenses/LICENSE")]
+    assert wheel.read(license_file) == (ROOT / "LICENSE").read_bytes()
 
 
 def test_every_library_imported_is_a_declared_dependency(wheel: zipfile.ZipFile) -> None:

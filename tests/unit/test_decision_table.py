@@ -1,4 +1,4 @@
-"""The decision table of DESIGN.md, row by row, on the pure functions of ``protocol.py``:
+"""The decision table of docs/design.md, row by row, on the pure functions of ``protocol.py``:
 what a rejected claim, complete or fail means, read from the old item alone."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Every row of DESIGN.md's outcome table through the handler, on moto: what the batch
-response says, whether business code ran, and what the record holds afterwards."""
+"""The protocol's rows of the outcome table of docs/design.md (Outcomes) through the handler,
+on moto: what the batch response says, whether business code ran, and what the record holds
+afterwards."""
 
 from __future__ import annotations
 
