@@ -3,11 +3,12 @@
 It resolves the configuration at the first invocation (arguments first, then environment
 variables, then the defaults in ``constants``), so that a module-level handler can be
 imported before its environment exists. It creates the AWS clients once per process,
-returns the partial batch response, and sets when the records it reports failed come back
-(``visibility.py``). The handler raises only for a broken configuration; a
-record-level problem always becomes an entry in ``batchItemFailures`` (or an
-acknowledgment). ``Handler.bind`` runs it with a record store or quarantine of the caller's
-choosing instead of the ones built from the configuration.
+returns the partial batch response (``Handler.handle`` returns each record's result beside
+it), and sets when the records it reports failed come back (``visibility.py``). The
+handler raises only for a broken configuration; a record-level problem always becomes an
+entry in ``batchItemFailures`` (or an acknowledgment). ``Handler.bind`` runs it with a
+record store or quarantine of the caller's choosing instead of the ones built from the
+configuration.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from botocore.config import Config
 
 from once import constants as c
 from once.backoff import Backoff
-from once.models import METRIC_NAMES
-from once.observability import logger, publish, subsegment
+from once.models import METRIC_NAMES, BatchResult, Outcome, RecordResult
+from once.observability import logger, name_service, publish, subsegment
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
 from once.quarantine import Quarantine
@@ -45,7 +46,8 @@ class _Config:
 
 
 class Handler:
-    """The Lambda entry point made by ``make_handler``: call it with (event, context)."""
+    """The Lambda entry point made by ``make_handler``: call it with (event, context), or
+    ``handle`` it for each record's result."""
 
     def __init__(
         self,
@@ -142,6 +144,7 @@ class Handler:
                     f"{c.ENV_TABLE_NAME}"
                 )
             self._config = config
+            name_service()
             # Requests are built here, so botocore's client-side validation only costs CPU.
             client_config = Config(
                 parameter_validation=False,
@@ -176,7 +179,15 @@ class Handler:
             )
         return self._processor
 
-    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
+    def handle(self, event: dict[str, Any], context: Any) -> BatchResult:
+        """Run one SQS batch and say how each record ended.
+
+        This is what Lambda runs (``__call__`` returns ``handle(...).response``). It is
+        public for code that needs more than the partial batch response: ``once.testing``
+        reads each record's outcome from it, and a team that wraps the handler to add its
+        own logic around a batch (its own metrics or audit per outcome, say) calls it and
+        returns ``.response`` to Lambda. ``records`` are in the order of the event's records.
+        """
         logger.append_keys(request_id=getattr(context, "aws_request_id", None))
         records = list(SQSEvent(event).records)
         processor = self.processor
@@ -195,15 +206,20 @@ class Handler:
                     "stack": traceback.format_tb(error.__traceback__),
                 },
             )
-            return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in records]}
+            return BatchResult(
+                tuple(
+                    RecordResult(r.message_id, Outcome.FAILED, reason=type(error).__name__)
+                    for r in records
+                )
+            )
         publish((METRIC_NAMES[h.outcome], h.takeover) for h in handled)
         if self._visibility is not None:
             self._visibility.delay(records, handled)
-        return {
-            "batchItemFailures": [
-                {"itemIdentifier": h.message_id} for h in handled if not h.outcome.acknowledged
-            ]
-        }
+        return BatchResult(tuple(handled))
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
+        """The Lambda entry point: the partial batch response of ``handle``."""
+        return self.handle(event, context).response
 
 
 def _env_retention_s() -> int:

@@ -1,5 +1,6 @@
-"""The protocol's vocabulary: the stored record, the outcome of a record, and what business
-code is handed (`Attempt`) or may raise (`PermanentError`).
+"""The protocol's vocabulary: the stored record, the outcome of a record, what business
+code is handed (`Attempt`) or may raise (`PermanentError`), and what a batch came to
+(`RecordResult`, `BatchResult`).
 
 Kept apart from the DynamoDB code so that the decision table (``protocol.py``), the store
 and the processor all speak about the same small, immutable types.
@@ -129,3 +130,39 @@ class Attempt:
     record: Record | None
     """The record as it was before this claim (None for a new key): after a takeover or a
     retry it tells what the previous attempt left behind."""
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """How one SQS record of a batch ended: what the log line, the metrics and the retry
+    backoff are made from."""
+
+    message_id: str
+    outcome: Outcome
+    #: The business key, when the body could be read.
+    key: str | None = None
+    #: The fence of the claim that ran it (or of the record that refused it), when known.
+    fence: int | None = None
+    #: The claim took over one that expired mid-flight.
+    takeover: bool = False
+    #: Why it was quarantined or failed: a ``once.reason`` value or an error's class.
+    reason: str | None = None
+    #: BUSY: how long the holder's lease still ran when the claim was refused.
+    holder_remaining_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one invocation did with its batch: one ``RecordResult`` per record, in the
+    order of the event's records, and the partial batch response Lambda gets."""
+
+    records: tuple[RecordResult, ...]
+
+    @property
+    def response(self) -> dict[str, list[dict[str, str]]]:
+        """``{"batchItemFailures": [...]}``: every record that is neither done nor in the DLQ."""
+        return {
+            "batchItemFailures": [
+                {"itemIdentifier": r.message_id} for r in self.records if not r.outcome.acknowledged
+            ]
+        }

@@ -4,6 +4,13 @@ Every record gets one log line with ``message_id``, ``key``, ``fence`` and ``out
 payload values are logged at INFO. Each outcome is an EMF metric (names in
 ``once.constants``); of these, the stack alarms on ``LeaseLost``, ``Conflict`` and
 ``LeaseExpired``.
+
+The service the logs and metrics are named after (``POWERTOOLS_SERVICE_NAME``) and the
+metrics' namespace are read when a handler is built at its first invocation
+(``name_service``), not at import: ``once`` is imported early (pytest loads ``once.testing``
+before any conftest runs), and the environment a test or a Lambda sets afterwards must win.
+The Python logger itself is always ``once``, so it never shares its handlers and keys with
+a Powertools logger of the user's own service.
 """
 
 from __future__ import annotations
@@ -20,12 +27,23 @@ from aws_lambda_powertools.metrics import MetricUnit
 from once import constants as c
 from once.models import METRIC_NAMES
 
-logger = Logger(service=os.getenv(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME))
-metrics = Metrics(
-    namespace=os.getenv(c.ENV_METRICS_NAMESPACE, c.DEFAULT_METRICS_NAMESPACE),
-    service=os.getenv(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME),
-)
+logger = Logger(service=c.DEFAULT_SERVICE_NAME)
+metrics = Metrics(namespace=c.DEFAULT_METRICS_NAMESPACE, service=c.DEFAULT_SERVICE_NAME)
 _tracer: Any = None
+
+
+def _service() -> str:
+    return os.getenv(c.ENV_SERVICE_NAME) or c.DEFAULT_SERVICE_NAME
+
+
+def name_service() -> str:
+    """Name the logs and metrics after the service the environment gives now (else
+    ``once``), and put the metrics in its namespace; returns the service."""
+    service = _service()
+    logger.append_keys(service=service)
+    metrics.service = service
+    metrics.namespace = os.getenv(c.ENV_METRICS_NAMESPACE) or c.DEFAULT_METRICS_NAMESPACE
+    return service
 
 
 def _tracing_on() -> bool:
@@ -44,7 +62,7 @@ def subsegment(name: str) -> AbstractContextManager[Any]:
     if _tracer is None:
         from aws_lambda_powertools import Tracer
 
-        _tracer = Tracer(service=os.getenv(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME))
+        _tracer = Tracer(service=_service())
     return _tracer.provider.in_subsegment(name)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once import constants as c
-from once.models import Attempt, Outcome, PermanentError
+from once.models import Attempt, Outcome, PermanentError, RecordResult
 from once.payload import (
     BadMessage,
     BodyReader,
@@ -56,23 +56,9 @@ class Settings:
     quarantine_takeovers: bool = False
 
 
-@dataclass(frozen=True)
-class Handled:
-    """The end of one record: its outcome, and what the logs, the metrics and the retry
-    backoff need."""
-
-    message_id: str
-    outcome: Outcome
-    key: str | None = None
-    fence: int | None = None
-    takeover: bool = False
-    reason: str | None = None
-    #: BUSY: how long the holder's lease still ran when the claim was refused.
-    holder_remaining_ms: int | None = None
-
-
 @dataclass
 class _Item:
+    index: int  # its place in the event
     record: SQSRecord
     parsed: Parsed | None
     bad: BadMessage | None
@@ -98,16 +84,28 @@ class BatchProcessor:
         self._logger = logger
         self._pool: ThreadPoolExecutor | None = None
 
-    def run(self, records: Iterable[SQSRecord], context: Any) -> list[Handled]:
-        items = [self._read(record) for record in records]
+    def run(self, records: Iterable[SQSRecord], context: Any) -> list[RecordResult]:
+        """Every record's result, in the order of ``records``."""
+        items = [self._read(index, record) for index, record in enumerate(records)]
         # A FIFO queue's name ends in .fifo; standard (fair) queues may carry group ids too.
         fifo = any(item.record.event_source_arn.endswith(".fifo") for item in items)
         units = _fifo_groups(items) if fifo else _key_groups(items)
         if len(units) == 1:
-            return self._run_unit(units[0], context, stop_on_failure=fifo)
-        pool = self._executor()
-        runs = pool.map(lambda unit: self._run_unit(unit, context, stop_on_failure=fifo), units)
-        return [handled for run in runs for handled in run]
+            runs = [self._run_unit(units[0], context, stop_on_failure=fifo)]
+        else:
+            pool = self._executor()
+            runs = list(
+                pool.map(lambda unit: self._run_unit(unit, context, stop_on_failure=fifo), units)
+            )
+        ordered = sorted(
+            (
+                (item.index, result)
+                for unit, run in zip(units, runs, strict=True)
+                for item, result in zip(unit, run, strict=True)
+            ),
+            key=lambda placed: placed[0],
+        )
+        return [result for _, result in ordered]
 
     def _executor(self) -> ThreadPoolExecutor:
         """One pool per process, reused across invocations (threads start once)."""
@@ -117,22 +115,24 @@ class BatchProcessor:
             )
         return self._pool
 
-    def _read(self, record: SQSRecord) -> _Item:
+    def _read(self, index: int, record: SQSRecord) -> _Item:
         try:
-            return _Item(record, self._reader.read(record.body), None)
+            return _Item(index, record, self._reader.read(record.body), None)
         except BadMessage as bad:
-            return _Item(record, None, bad)
+            return _Item(index, record, None, bad)
 
-    def _run_unit(self, unit: list[_Item], context: Any, *, stop_on_failure: bool) -> list[Handled]:
+    def _run_unit(
+        self, unit: list[_Item], context: Any, *, stop_on_failure: bool
+    ) -> list[RecordResult]:
         """Records that must run one after the other: one key, or the FIFO groups that
         share a key. With ``stop_on_failure``, a record not done stops the rest of its group."""
-        leaders: dict[tuple[str, str], Handled] = {}
+        leaders: dict[tuple[str, str], RecordResult] = {}
         stopped: set[str] = set()
-        results: list[Handled] = []
+        results: list[RecordResult] = []
         for item in unit:
             group = _group(item)
             if group in stopped:
-                handled = Handled(
+                handled = RecordResult(
                     item.record.message_id,
                     Outcome.SKIPPED,
                     item.parsed.key if item.parsed else None,
@@ -146,8 +146,8 @@ class BatchProcessor:
         return results
 
     def _run_item(
-        self, item: _Item, context: Any, leaders: dict[tuple[str, str], Handled]
-    ) -> Handled:
+        self, item: _Item, context: Any, leaders: dict[tuple[str, str], RecordResult]
+    ) -> RecordResult:
         message_id = item.record.message_id
         if item.parsed is None:
             assert item.bad is not None
@@ -159,13 +159,13 @@ class BatchProcessor:
         if context is not None and context.get_remaining_time_in_millis() < (
             self._settings.min_remaining_ms
         ):
-            handled = Handled(message_id, Outcome.DEADLINE, parsed.key)
+            handled = RecordResult(message_id, Outcome.DEADLINE, parsed.key)
         else:
             handled = self._claim_and_run(item.record, parsed, context)
         leaders[(parsed.key, parsed.payload_hash)] = handled
         return handled
 
-    def _follow(self, item: _Item, leader: Handled) -> Handled:
+    def _follow(self, item: _Item, leader: RecordResult) -> RecordResult:
         """Same key, same payload, same batch: no write, the leader's outcome decides."""
         assert item.parsed is not None
         if leader.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT, Outcome.LEASE_EXPIRED):
@@ -177,15 +177,16 @@ class BatchProcessor:
                 outcome=leader.outcome,
             )
         outcome = _FOLLOW.get(leader.outcome, leader.outcome)
-        return Handled(
+        return RecordResult(
             item.record.message_id,
             outcome,
             item.parsed.key,
             leader.fence,
+            reason=leader.reason,
             holder_remaining_ms=leader.holder_remaining_ms,
         )
 
-    def _claim_and_run(self, record: SQSRecord, parsed: Parsed, context: Any) -> Handled:
+    def _claim_and_run(self, record: SQSRecord, parsed: Parsed, context: Any) -> RecordResult:
         message_id = record.message_id
         record_id = f"{self._settings.key_prefix}#{parsed.key}"
         try:
@@ -196,7 +197,7 @@ class BatchProcessor:
                 lease_ms=self._lease_ms(context),
             )
         except Exception as error:  # DynamoDB unreachable or throttled past retries
-            return Handled(message_id, Outcome.FAILED, parsed.key, reason=_class(error))
+            return RecordResult(message_id, Outcome.FAILED, parsed.key, reason=_class(error))
         if isinstance(claim, Rejected):
             if claim.outcome is Outcome.CONFLICT:
                 return self._quarantined(
@@ -207,7 +208,7 @@ class BatchProcessor:
                     outcome=Outcome.CONFLICT,
                     fence=claim.record.fence,
                 )
-            return Handled(
+            return RecordResult(
                 message_id,
                 claim.outcome,
                 parsed.key,
@@ -222,9 +223,9 @@ class BatchProcessor:
 
     def _quarantine_takeover(
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
-    ) -> Handled:
+    ) -> RecordResult:
         """Mark the record FAILED (fenced), then send the message to the DLQ for review."""
-        held = Handled(
+        held = RecordResult(
             record.message_id, Outcome.LEASE_EXPIRED, parsed.key, claim.fence, claim.takeover
         )
         written = self._finalize(self._store.fail, record_id, claim, c.REASON_LEASE_EXPIRED)
@@ -242,7 +243,7 @@ class BatchProcessor:
 
     def _execute(
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
-    ) -> Handled:
+    ) -> RecordResult:
         """Run business code under a claim, then finalize with the fence."""
         attempt = Attempt(
             key=parsed.key,
@@ -251,7 +252,7 @@ class BatchProcessor:
             takeover=claim.takeover,
             record=claim.previous,
         )
-        done = Handled(
+        done = RecordResult(
             record.message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover
         )
         try:
@@ -273,7 +274,7 @@ class BatchProcessor:
         written = self._finalize(self._store.complete, record_id, claim, self._encode(value, done))
         return done if written else _replace(done, _unfinished(written))
 
-    def _encode(self, value: Any, done: Handled) -> str:
+    def _encode(self, value: Any, done: RecordResult) -> str:
         """The stored result. It never fails: business code returned, the effect happened."""
         try:
             return encode_result(value)
@@ -308,21 +309,21 @@ class BatchProcessor:
         outcome: Outcome = Outcome.QUARANTINED,
         fence: int | None = None,
         takeover: bool = False,
-    ) -> Handled:
+    ) -> RecordResult:
         """Acknowledge a permanent failure only once its copy is in the DLQ. The outcome
         stays what it was (QUARANTINED, or CONFLICT: its own metric) once the send went
         through; otherwise the record is FAILED and SQS redelivers it."""
         sent = self._quarantine.send(record.raw_event, reason, error)
         if not sent:
             outcome = Outcome.FAILED
-        return Handled(record.message_id, outcome, key, fence, takeover, reason)
+        return RecordResult(record.message_id, outcome, key, fence, takeover, reason)
 
     def _lease_ms(self, context: Any) -> int:
         if context is None:
             return self._settings.lock_timeout_ms
         return context.get_remaining_time_in_millis() + self._settings.lease_margin_ms
 
-    def _log(self, handled: Handled) -> None:
+    def _log(self, handled: RecordResult) -> None:
         self._logger.info(
             "record %s",
             handled.outcome.value,
@@ -355,7 +356,7 @@ def _unfinished(written: bool | None) -> Outcome:
     return Outcome.LEASE_LOST if written is False else Outcome.FAILED
 
 
-def _replace(handled: Handled, outcome: Outcome, reason: str | None = None) -> Handled:
+def _replace(handled: RecordResult, outcome: Outcome, reason: str | None = None) -> RecordResult:
     return dataclasses.replace(handled, outcome=outcome, reason=reason)
 
 

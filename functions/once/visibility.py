@@ -16,8 +16,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once.backoff import Backoff, source_queue_url
-from once.models import Outcome
-from once.processor import Handled
+from once.models import Outcome, RecordResult
 
 #: SQS takes at most ten entries per ChangeMessageVisibilityBatch.
 _BATCH = 10
@@ -31,7 +30,7 @@ class Visibility:
         self._backoff = backoff
         self._logger = logger
 
-    def delay(self, records: Iterable[SQSRecord], handled: Iterable[Handled]) -> None:
+    def delay(self, records: Iterable[SQSRecord], handled: Iterable[RecordResult]) -> None:
         """Set the visibility of every record the batch response reports failed."""
         by_id = {record.message_id: record for record in records}
         by_queue: dict[str, list[dict[str, Any]]] = {}
@@ -48,7 +47,7 @@ class Visibility:
             for start in range(0, len(entries), _BATCH):
                 self._change(arn, entries[start : start + _BATCH])
 
-    def _timeout_s(self, record: SQSRecord, end: Handled) -> int:
+    def _timeout_s(self, record: SQSRecord, end: RecordResult) -> int:
         count = record.attributes.get("ApproximateReceiveCount")
         receive_count = int(count) if count and count.isdigit() else 1
         if end.outcome is Outcome.BUSY:

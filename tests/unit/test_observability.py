@@ -202,3 +202,21 @@ def test_a_conflict_whose_quarantine_fails_is_a_failure_not_a_conflict(
 
     assert response == {"batchItemFailures": [{"itemIdentifier": message_ids(event)[0]}]}
     assert emf(capsys.readouterr().out) == {c.METRIC_FAILED: 1}
+
+
+def test_logs_and_metrics_are_named_after_the_service_set_once_the_package_is_imported(
+    aws, once_handler, spy, sqs_event, capsys, caplog, monkeypatch
+) -> None:
+    # once is imported long before this test: what counts is the environment at the build.
+    monkeypatch.setenv(c.ENV_SERVICE_NAME, "orders-late")
+    monkeypatch.setenv(c.ENV_METRICS_NAMESPACE, "ShopLate")
+    capsys.readouterr()
+
+    with caplog.at_level(logging.INFO):
+        once_handler(spy)(sqs_event([{"orderId": "o-1"}]), None)
+
+    [line] = [r for r in caplog.records if r.name == once_logger.name]
+    assert json.loads(once_logger.registered_formatter.format(line))["service"] == "orders-late"
+    [blob] = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
+    assert blob["service"] == "orders-late"
+    assert blob["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ShopLate"

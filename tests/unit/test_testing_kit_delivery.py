@@ -5,6 +5,7 @@ it is, a test's own AWS mocks left alone, and clear errors for what cannot be de
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -63,6 +64,37 @@ def test_outcomes_follow_the_bodies_and_failures_are_the_reported_message_ids(
     assert len(set(delivery.message_ids)) == 4  # two sends of one body are two messages
 
 
+def test_results_carry_the_key_fence_and_takeover_of_each_body(once_env, handler) -> None:
+    once_env.deliver(handler, [ORDER], crash="after_process")
+    once_env.expire_leases()
+
+    delivery = once_env.deliver(handler, [ORDER, "not json"])
+
+    taken_over, bad = delivery.results
+    assert taken_over is not None and bad is not None
+    assert (taken_over.outcome, taken_over.key, taken_over.fence, taken_over.takeover) == (
+        Outcome.PROCESSED,
+        "o-1",
+        2,
+        True,
+    )
+    assert (bad.outcome, bad.reason) == (Outcome.QUARANTINED, c.REASON_INVALID_JSON)
+    assert [r.message_id for r in delivery.results if r] == delivery.message_ids
+
+
+def test_outcomes_do_not_depend_on_the_runtime_log(once_env, handler) -> None:
+    """A team may silence or filter once's log lines; the kit reads the handler's results."""
+    once_logger = logging.getLogger("once")
+    quiet = logging.Filter("nothing")  # lets no record of "once" through
+    once_logger.addFilter(quiet)
+    try:
+        delivery = once_env.deliver(handler, [ORDER, ORDER])
+    finally:
+        once_logger.removeFilter(quiet)
+
+    assert delivery.outcomes == ["processed", "duplicate"]
+
+
 def test_an_unacknowledged_message_comes_back_with_its_id_and_a_higher_receive_count(
     once_env, handler
 ) -> None:
@@ -81,13 +113,13 @@ def test_an_unacknowledged_message_comes_back_with_its_id_and_a_higher_receive_c
 def test_records_are_what_lambda_hands_a_function(once_env, monkeypatch) -> None:
     seen: list[tuple[dict[str, Any], int]] = []
     handler = make_handler(lambda body, attempt: None, key="orderId")
-    real_call = type(handler).__call__
+    real_handle = type(handler).handle
 
     def spy(self: Any, event: dict[str, Any], context: Any) -> Any:
         seen.append((event, context.get_remaining_time_in_millis()))
-        return real_call(self, event, context)
+        return real_handle(self, event, context)
 
-    monkeypatch.setattr(type(handler), "__call__", spy)
+    monkeypatch.setattr(type(handler), "handle", spy)
     once_env.deliver(handler, [ORDER, "raw text"])
     once_env.deliver(handler, [{"orderId": "o-9"}], fifo_group="g-1")
 

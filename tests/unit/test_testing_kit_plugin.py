@@ -4,7 +4,9 @@ test file in the team's own folder uses ``once_env`` with nothing copied from th
 The team's tests run in a pytest subprocess, in a temporary folder outside the project, with
 an environment holding no AWS or once variables. They also show that the kit can fail: a
 handler that carries nothing downstream ships an order twice across a crash after its
-effect, and the test written with the plugin catches it.
+effect, and the test written with the plugin catches it. The team's conftest names its
+service after pytest has loaded the plugin, and the handler's records, logs and metrics
+follow it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 TEAM_TESTS = textwrap.dedent(
     '''
     """A team's tests, in its own repository."""
+    import json
     import sys
 
     from once import make_handler
@@ -82,7 +85,35 @@ TEAM_TESTS = textwrap.dedent(
 
     def test_nothing_of_the_once_project_is_loaded():
         assert not [m for m in sys.modules if m == "tests" or m.startswith("tests.")]
+
+
+    def test_the_service_set_by_the_conftest_names_records_logs_and_metrics(once_env, capsys):
+        from conftest import LOADED_AT_STARTUP
+
+        assert LOADED_AT_STARTUP == []  # the plugin loaded before the conftest, cheaply
+        handler = make_handler(careful(Warehouse()), key="orderId")
+        capsys.readouterr()
+        once_env.deliver(handler, [ORDER])
+        printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert once_env.record("o-1").id == "orders#o-1"
+        assert {line["service"] for line in printed} == {"orders"}
+        [metrics] = [line for line in printed if "_aws" in line]
+        assert metrics["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Shop"
     '''
+)
+
+TEAM_CONFTEST = textwrap.dedent(
+    """
+    import os
+    import sys
+
+    #: What pytest had imported of boto3 and Powertools when it reached this conftest.
+    LOADED_AT_STARTUP = sorted(
+        m for m in sys.modules if m.split(".")[0] in ("boto3", "aws_lambda_powertools")
+    )
+    os.environ["POWERTOOLS_SERVICE_NAME"] = "orders"
+    os.environ["POWERTOOLS_METRICS_NAMESPACE"] = "Shop"
+    """
 )
 
 #: What the project's own conftest sets; the team's run starts without any of it.
@@ -93,6 +124,7 @@ def test_a_team_test_outside_the_project_uses_once_env_and_catches_a_careless_ha
     tmp_path: Path,
 ) -> None:
     (tmp_path / "test_orders.py").write_text(TEAM_TESTS)
+    (tmp_path / "conftest.py").write_text(TEAM_CONFTEST)
     report = tmp_path / "report.xml"
     env = {k: v for k, v in os.environ.items() if not k.startswith(_PROJECT_ENV)}
 
@@ -112,6 +144,7 @@ def test_a_team_test_outside_the_project_uses_once_env_and_catches_a_careless_ha
         "test_careful_ships_once_across_a_crash",
         "test_duplicates_are_not_run_again",
         "test_nothing_of_the_once_project_is_loaded",
+        "test_the_service_set_by_the_conftest_names_records_logs_and_metrics",
     }
     failed = {n for n, case in cases.items() if case.find("failure") is not None}
     assert failed == {"test_careless_ships_once_across_a_crash"}, run.stdout[-3000:]

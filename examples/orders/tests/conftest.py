@@ -1,5 +1,6 @@
 """Fixtures for the orders service's tests: moto for the idempotency table and the DLQ, a
-fake carrier on 127.0.0.1, and SQS batches as Lambda delivers them.
+fake carrier on 127.0.0.1, and SQS batches as Lambda delivers them. The crash tests use
+``once_env`` (from once.testing, registered when once is installed) instead of ``cloud``.
 
 No AWS account and no network beyond loopback: fake credentials are set before boto3 is
 imported, and the handler reads its configuration from the environment as it does in Lambda.
@@ -59,7 +60,8 @@ class FakeCarrier:
 
 
 @pytest.fixture(scope="session")
-def carrier() -> Iterator[FakeCarrier]:
+def _carrier() -> Iterator[FakeCarrier]:
+    """The fake carrier's server, started once; ``CARRIER_URL`` points the handler at it."""
     fake = FakeCarrier()
 
     class Handler(BaseHTTPRequestHandler):
@@ -127,9 +129,15 @@ def _moto() -> Iterator[Cloud]:
 
 
 @pytest.fixture
+def carrier(_carrier: FakeCarrier) -> FakeCarrier:
+    """The fake carrier, with no shipment and no request yet."""
+    _carrier.reset()
+    return _carrier
+
+
+@pytest.fixture
 def cloud(_moto: Cloud, carrier: FakeCarrier) -> Cloud:
-    """moto and the carrier, the carrier's memory and the DLQ emptied for each test."""
-    carrier.reset()
+    """moto and the carrier, the DLQ emptied for each test."""
     _moto.dlq()
     return _moto
 

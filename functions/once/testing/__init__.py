@@ -12,27 +12,53 @@ test only asks for the fixture::
         once_env.expire_leases()                                   # the dead lease runs out
         d = once_env.deliver(handler, [order])                     # taken over, runs again
         assert d.outcomes == ["processed"]
+        assert d.results[0].takeover and d.results[0].fence == 2   # Handler.handle's results
         assert warehouse.shipments(order["orderId"]) == 1          # carried attempt.key
 
+``deliver`` runs the handler through ``Handler.handle``, the public seam whose per-record
+results (``once.models.RecordResult``) it returns as ``Delivery.results``.
+
 The fixture needs moto and pytest, which a team's test environment has; the Lambda never
-imports this package.
+imports this package. pytest imports it at startup, before any conftest runs, so it imports
+the kit (boto3, the runtime) only when a test asks for ``once_env`` or one of its names:
+a conftest may still set the environment (``POWERTOOLS_SERVICE_NAME``...) the handler reads.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from once.testing.crash import CRASH_POINTS, InvocationKilled
-from once.testing.env import Delivery, OnceEnv, Quarantined
+if TYPE_CHECKING:
+    from once.testing.crash import CRASH_POINTS, InvocationKilled
+    from once.testing.env import Delivery, OnceEnv, Quarantined
 
 __all__ = ["CRASH_POINTS", "Delivery", "InvocationKilled", "OnceEnv", "Quarantined", "once_env"]
+
+#: Where each public name lives.
+_MODULES = {
+    "CRASH_POINTS": "once.testing.crash",
+    "InvocationKilled": "once.testing.crash",
+    "Delivery": "once.testing.env",
+    "OnceEnv": "once.testing.env",
+    "Quarantined": "once.testing.env",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(importlib.import_module(_MODULES[name]), name)
+    raise AttributeError(f"module 'once.testing' has no attribute {name!r}")
 
 
 @pytest.fixture
 def once_env() -> Iterator[OnceEnv]:
     """An idempotency table and a DLQ on moto, the environment ``make_handler`` reads, and a
     clock for leases and retention; ``deliver`` runs a handler as SQS and Lambda would."""
+    from once.testing.env import OnceEnv
+
     with OnceEnv() as env:
         yield env

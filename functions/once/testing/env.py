@@ -5,7 +5,9 @@ The environment enters ``moto.mock_aws`` whether or not a mock is already active
 nests its mocks (the backends are reset only when the outermost one starts and stops), so a
 test's own tables and queues live in the same mock as ours and survive both. The handler
 runs with a record store and a quarantine bound by the kit (``Handler.bind``): the real
-ones, on the kit's clock, with the kill switch of the invocation (``crash.py``). Leaving the
+ones, on the kit's clock, with the kill switch of the invocation (``crash.py``). Each
+invocation goes through ``Handler.handle``, the seam Lambda's own call goes through, so the
+outcome of each body is the handler's own result, not a reading of its logs. Leaving the
 environment unbinds every handler it ran, so a module-level handler is whole again for the
 next test.
 """
@@ -27,7 +29,7 @@ from botocore.exceptions import ClientError
 
 from once import constants as c
 from once.handler import Handler
-from once.models import Outcome, Record
+from once.models import BatchResult, Outcome, Record, RecordResult
 from once.store import RecordStore
 from once.testing.crash import (
     CrashingQuarantine,
@@ -37,7 +39,6 @@ from once.testing.crash import (
     check_crash_point,
 )
 from once.testing.lambda_service import LambdaContext, Message, SourceQueue
-from once.testing.outcomes import OutcomeLog
 
 TABLE_NAME = "once-idempotency"
 DLQ_NAME = "once-dlq"
@@ -83,13 +84,15 @@ class Clock:
 class Delivery:
     """What one ``deliver`` did.
 
-    ``outcomes[i]`` is the ``Outcome`` of ``bodies[i]`` (a ``StrEnum``: it equals
-    ``"processed"``, ``"duplicate"``...), or ``None`` when its invocation reported none:
-    it was killed. ``batch_item_failures`` are the message ids the handler reported failed;
-    a killed invocation reports nothing, and SQS redelivers all of its messages.
+    ``results[i]`` is how ``bodies[i]`` ended, as the handler's ``handle`` reported it
+    (``once.models.RecordResult``: outcome, key, fence, takeover, reason), or ``None`` when
+    its invocation was killed. ``outcomes[i]`` is its ``Outcome`` (a ``StrEnum``: it equals
+    ``"processed"``, ``"duplicate"``...). ``batch_item_failures`` are the message ids the
+    handler reported failed; a killed invocation reports nothing, and SQS redelivers all of
+    its messages.
     """
 
-    outcomes: list[Outcome | None]
+    results: list[RecordResult | None]
     message_ids: list[str]
     batch_item_failures: list[str]
     #: The handler's return value for each invocation (None for a killed one).
@@ -98,6 +101,11 @@ class Delivery:
     killed_at: str | None = None
     #: Receive count of each message in this delivery (2 or more: a redelivery).
     receive_counts: list[int] = field(default_factory=list)
+
+    @property
+    def outcomes(self) -> list[Outcome | None]:
+        """The ``Outcome`` of each body, in order (``None``: its invocation was killed)."""
+        return [r.outcome if r is not None else None for r in self.results]
 
     @property
     def response(self) -> dict[str, Any] | None:
@@ -255,25 +263,26 @@ class OnceEnv:
         queue = self._queue(FIFO_QUEUE_NAME if fifo_group is not None else QUEUE_NAME)
         messages = queue.receive(texts, fifo_group)
         batches = [messages] if same_batch else [[m] for m in messages]
-        outcomes: dict[str, Outcome] = {}
+        results: list[RecordResult | None] = []
         responses: list[dict[str, Any] | None] = []
         failures: list[str] = []
         killed_at: str | None = None
         for batch in batches:
-            response, seen, killed = self._invoke(handler, queue, batch, crash)
+            result, killed = self._invoke(handler, queue, batch, crash)
             if killed is not None:
                 crash, killed_at = None, killed  # one kill per delivery
-            outcomes |= seen
+            results += result.records if result is not None else [None] * len(batch)
+            response = result.response if result is not None else None
             responses.append(response)
             failures += _failed_ids(response)
         if crash is not None:
             raise AssertionError(
                 f"crash={crash!r} was never reached: no record got that far "
-                f"(outcomes: {[outcomes.get(m.message_id) for m in messages]}); "
+                f"(outcomes: {[r.outcome if r else None for r in results]}); "
                 "a crash test that does not crash proves nothing"
             )
         return Delivery(
-            outcomes=[outcomes.get(m.message_id) for m in messages],
+            results=results,
             message_ids=[m.message_id for m in messages],
             batch_item_failures=failures,
             responses=responses,
@@ -283,28 +292,26 @@ class OnceEnv:
 
     def _invoke(
         self, handler: Handler, queue: SourceQueue, batch: list[Message], crash: str | None
-    ) -> tuple[dict[str, Any] | None, dict[str, Outcome], str | None]:
+    ) -> tuple[BatchResult | None, str | None]:
+        """One invocation: its result (the handler's ``handle``), or the point where it was
+        killed."""
         binding = self._bind(handler, crash)
         event = {"Records": [queue.record(m) for m in batch]}
         context = LambdaContext(
             self.clock, timeout_s=self.timeout_s, function_arn=self._function_arn
         )
-        ids = [m.message_id for m in batch]
-        response: dict[str, Any] | None = None
-        with OutcomeLog(ids) as log:
-            try:
-                response = handler(event, context)
-            except InvocationKilled:
-                if not binding.switch.wait_for_business_code(self.timeout_s):
-                    raise RuntimeError(
-                        f"business code of the killed invocation still runs after "
-                        f"{self.timeout_s} s; it should end when Lambda's timeout would"
-                    ) from None
-        if response is None:
+        try:
+            result = handler.handle(event, context)
+        except InvocationKilled:
+            if not binding.switch.wait_for_business_code(self.timeout_s):
+                raise RuntimeError(
+                    f"business code of the killed invocation still runs after "
+                    f"{self.timeout_s} s; it should end when Lambda's timeout would"
+                ) from None
             queue.settle(batch, set())
-            return None, {}, binding.switch.killed_at
-        queue.settle(batch, set(ids) - set(_failed_ids(response)))
-        return response, log.outcomes, None
+            return None, binding.switch.killed_at
+        queue.settle(batch, {r.message_id for r in result.records if r.outcome.acknowledged})
+        return result, None
 
     def _bind(self, handler: Handler, crash: str | None) -> _Binding:
         """The handler's store and quarantine for the next invocation: the ones already
