@@ -1,7 +1,8 @@
 """Move messages from a DLQ back to its source queue, where StartMessageMoveTask is missing.
 
-Each message is copied (body, attributes, FIFO group and deduplication ids) and deleted
-from the DLQ only once its copy is sent, so a failure midway loses nothing. The move is
+Each message is copied (body, attributes, FIFO group id; for a FIFO queue the DLQ message's
+own id as the deduplication id) and deleted from the DLQ only once its copy is sent, so a
+failure midway loses nothing. The move is
 bounded by what the DLQ held when it started: a message that the consumer quarantines
 again at once must not bounce between the two queues forever.
 """
@@ -35,9 +36,11 @@ def move(sqs: Any, dlq_url: str, source_url: str, limit: int | None = None) -> i
             system = message.get("Attributes", {})
             if system.get("MessageGroupId"):
                 copy["MessageGroupId"] = system["MessageGroupId"]
-                copy["MessageDeduplicationId"] = (
-                    system.get("MessageDeduplicationId") or message["MessageId"]
-                )
+                # The DLQ message's own id, never the original send's deduplication id:
+                # within 5 minutes of that send SQS would accept the copy and drop it, and
+                # the DLQ message would be deleted below. Unique per DLQ message, and the
+                # same when the move of that message is retried.
+                copy["MessageDeduplicationId"] = message["MessageId"]
             sqs.send_message(**copy)  # raises: the original stays in the DLQ
             sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
             moved += 1
