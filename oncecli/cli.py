@@ -257,22 +257,29 @@ def build_parser() -> argparse.ArgumentParser:
     redrive = _sub(
         sub,
         "redrive",
-        "move the DLQ's messages back to the source queue",
+        "move the DLQ's messages back to the source queue, except LEASE_EXPIRED ones",
         epilog(*target_failures),
     )
     redrive.add_argument(
         "--max",
         type=int,
         metavar="N",
-        help="move at most N messages, one by one (default: all; with SQS's own "
-        "StartMessageMoveTask where the endpoint has it)",
+        help="move at most N messages, one by one (default: all the DLQ holds now)",
+    )
+    redrive.add_argument(
+        "--include-lease-expired",
+        action="store_true",
+        help="move the messages quarantined with once.reason=LEASE_EXPIRED too, once a "
+        "person has checked their effect (default: leave them in the DLQ and say how "
+        "many); without --max, all with SQS's own StartMessageMoveTask where the "
+        "endpoint has it",
     )
     redrive.add_argument(
         "--rate",
         type=int,
         metavar="N",
-        help="with StartMessageMoveTask: at most N messages a second (default: SQS's own, "
-        "up to 500)",
+        help="with --include-lease-expired and StartMessageMoveTask: at most N messages a "
+        "second (default: SQS's own, up to 500)",
     )
     _target_args(redrive)
 

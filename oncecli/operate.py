@@ -290,14 +290,21 @@ def _arn(sqs: Any, url: str) -> str:
 
 
 def redrive(args: argparse.Namespace, console: Console) -> int:
-    """All of the DLQ with StartMessageMoveTask where the endpoint has it (``--rate`` caps
-    its speed); ``--max N`` (or no move task here) moves them one by one with
-    ``oncecli.redrive.move``, so that N means a count everywhere."""
+    """Move the DLQ's messages back, one by one with ``oncecli.redrive.move``, leaving
+    LEASE_EXPIRED messages for a person's review. With ``--include-lease-expired`` (and no
+    ``--max``) all of them with StartMessageMoveTask where the endpoint has it (``--rate``
+    caps its speed): it cannot leave any message behind, so it is never used without."""
     target = resolve(args)
     sqs, dlq, source = target.sqs, target.outputs["DlqUrl"], target.outputs["QueueUrl"]
     if args.max is not None and args.max < 1:
         raise UsageError("--max must be at least 1")
-    if args.max is None:
+    if args.rate is not None and not args.include_lease_expired:
+        raise UsageError(
+            "--rate uses StartMessageMoveTask, which moves every message, LEASE_EXPIRED ones "
+            "too: review those first and pass --include-lease-expired with --rate, or drop "
+            "--rate to move the others one by one"
+        )
+    if args.max is None and args.include_lease_expired:
         try:
             request: dict[str, Any] = {
                 "SourceArn": _arn(sqs, dlq),
@@ -317,8 +324,23 @@ def redrive(args: argparse.Namespace, console: Console) -> int:
                 f"StartMessageMoveTask unavailable here ({_short(error)}); moving the "
                 "messages one by one"
             )
-    moved = move(sqs, dlq, source, args.max)
-    console.print(f"moved {moved} messages from the DLQ back to the source queue")
+    done = move(sqs, dlq, source, args.max, include_lease_expired=args.include_lease_expired)
+    console.print(f"moved {done.moved} messages from the DLQ back to the source queue")
+    if done.lease_expired_left:
+        console.print(
+            f"left {done.lease_expired_left} LEASE_EXPIRED messages in the DLQ: a lease "
+            "expired while their effect may have been running, so a person checks each "
+            "effect first (`once inspect KEY`), then runs `once redrive "
+            "--include-lease-expired` for the ones that must run",
+            soft_wrap=True,
+        )
+    remaining = queue_depth(sqs, dlq).total
+    if remaining > done.lease_expired_left and args.max is None:
+        console.print(
+            f"{remaining} messages remain in the DLQ (on a FIFO queue, those behind a "
+            "LEASE_EXPIRED message in its message group stay with it, in order)",
+            soft_wrap=True,
+        )
     return 0
 
 

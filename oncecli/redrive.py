@@ -1,47 +1,96 @@
-"""Move messages from a DLQ back to its source queue, where StartMessageMoveTask is missing.
+"""Move messages from a DLQ back to its source queue, one by one.
+
+Why not always StartMessageMoveTask: it is missing on the local engines, and it moves
+everything, while a message the runtime quarantined because a lease expired mid-effect
+(``once.reason=LEASE_EXPIRED``) needs a person's review before it runs again. ``move``
+leaves those in the DLQ unless told to include them.
 
 Each message is copied (body, attributes, FIFO group id; for a FIFO queue the DLQ message's
 own id as the deduplication id) and deleted from the DLQ only once its copy is sent, so a
-failure midway loses nothing. The move is
-bounded by what the DLQ held when it started: a message that the consumer quarantines
-again at once must not bounce between the two queues forever.
+failure midway loses nothing. The move is bounded by what the DLQ held when it started: a
+message that the consumer quarantines again at once must not bounce between the two queues
+forever.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from once import constants as c
 from oncecli.aws import queue_depth
 
+#: How long a received DLQ message stays hidden while it is copied.
+_VISIBILITY_S = 60
 
-def move(sqs: Any, dlq_url: str, source_url: str, limit: int | None = None) -> int:
-    """Move at most ``limit`` messages (default: the DLQ's depth now); returns how many."""
-    budget = queue_depth(sqs, dlq_url).visible if limit is None else limit
-    moved = 0
-    while moved < budget:
-        messages = sqs.receive_message(
-            QueueUrl=dlq_url,
-            MaxNumberOfMessages=min(10, budget - moved),
-            WaitTimeSeconds=0,
-            VisibilityTimeout=60,
-            MessageAttributeNames=["All"],
-            MessageSystemAttributeNames=["All"],
-        ).get("Messages", [])
-        if not messages:
-            break
-        for message in messages:
-            copy: dict[str, Any] = {"QueueUrl": source_url, "MessageBody": message["Body"]}
-            if message.get("MessageAttributes"):
-                copy["MessageAttributes"] = message["MessageAttributes"]
-            system = message.get("Attributes", {})
-            if system.get("MessageGroupId"):
-                copy["MessageGroupId"] = system["MessageGroupId"]
-                # The DLQ message's own id, never the original send's deduplication id:
-                # within 5 minutes of that send SQS would accept the copy and drop it, and
-                # the DLQ message would be deleted below. Unique per DLQ message, and the
-                # same when the move of that message is retried.
-                copy["MessageDeduplicationId"] = message["MessageId"]
-            sqs.send_message(**copy)  # raises: the original stays in the DLQ
-            sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
-            moved += 1
-    return moved
+
+@dataclass(frozen=True)
+class Moved:
+    """What a move did: messages moved, and LEASE_EXPIRED messages left in the DLQ."""
+
+    moved: int
+    lease_expired_left: int
+
+
+def is_lease_expired(message: dict[str, Any]) -> bool:
+    """Whether the runtime quarantined this message because a lease expired mid-effect."""
+    reason = (message.get("MessageAttributes") or {}).get(c.QUARANTINE_ATTR_REASON, {})
+    return bool(reason.get("StringValue") == c.REASON_LEASE_EXPIRED)
+
+
+def move(
+    sqs: Any,
+    dlq_url: str,
+    source_url: str,
+    limit: int | None = None,
+    *,
+    include_lease_expired: bool = False,
+) -> Moved:
+    """Move at most ``limit`` messages (default: all the DLQ holds now); LEASE_EXPIRED ones
+    stay in the DLQ unless ``include_lease_expired``."""
+    seen_budget = queue_depth(sqs, dlq_url).visible
+    limit = seen_budget if limit is None else limit
+    moved = seen = 0
+    left: list[str] = []
+    try:
+        while moved < limit and seen < seen_budget:
+            messages = sqs.receive_message(
+                QueueUrl=dlq_url,
+                MaxNumberOfMessages=min(10, limit - moved, seen_budget - seen),
+                WaitTimeSeconds=0,
+                VisibilityTimeout=_VISIBILITY_S,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                seen += 1
+                if is_lease_expired(message) and not include_lease_expired:
+                    left.append(message["ReceiptHandle"])
+                    continue
+                sqs.send_message(**_copy(message, source_url))  # raises: it stays in the DLQ
+                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+                moved += 1
+    finally:
+        # Visible again at once: left for a person, not hidden for the next minute.
+        for handle in left:
+            sqs.change_message_visibility(
+                QueueUrl=dlq_url, ReceiptHandle=handle, VisibilityTimeout=0
+            )
+    return Moved(moved, len(left))
+
+
+def _copy(message: dict[str, Any], source_url: str) -> dict[str, Any]:
+    """The SendMessage request that puts a DLQ message back on the source queue."""
+    copy: dict[str, Any] = {"QueueUrl": source_url, "MessageBody": message["Body"]}
+    if message.get("MessageAttributes"):
+        copy["MessageAttributes"] = message["MessageAttributes"]
+    system = message.get("Attributes", {})
+    if system.get("MessageGroupId"):
+        copy["MessageGroupId"] = system["MessageGroupId"]
+        # The DLQ message's own id, never the original send's deduplication id: within
+        # 5 minutes of that send SQS would accept the copy and drop it, and the DLQ message
+        # would be deleted. Unique per DLQ message, and the same when its move is retried.
+        copy["MessageDeduplicationId"] = message["MessageId"]
+    return copy

@@ -260,7 +260,7 @@ def run_consumer(
                 progress(impl, 1 - (depth + len(pending) + later) / len(work.sends))
             if wave == 0 and rates.get("redrive", 1):
                 # the redriven messages drain with the second wave
-                extra["redriven"] = redrive.move(sqs, dlq, queue)
+                extra["redriven"] = redrive.move(sqs, dlq, queue).moved
     finally:
         supervisor.stop()
     extra["respawns"] = supervisor.respawns

@@ -82,7 +82,7 @@ def test_redrive_moves_without_loss(cloud, capsys):
         )
     before = depth(cloud, "QueueUrl")
     assert once(cloud, "redrive") == 0
-    assert "moving the messages one by one" in capsys.readouterr().out  # moto: no move task
+    assert "moved 3 messages" in capsys.readouterr().out
     assert depth(cloud, "DlqUrl") == 0
     assert depth(cloud, "QueueUrl") == before + 3
     moved = sqs.receive_message(
@@ -193,6 +193,33 @@ def test_redrive_max_is_a_count(cloud, capsys):
     assert "moved 2 messages" in capsys.readouterr().out
     assert depth(cloud, "DlqUrl") == 1 and depth(cloud, "QueueUrl") == before + 2
     drain(cloud, "DlqUrl")
+    drain(cloud, "QueueUrl")
+
+
+def test_redrive_leaves_lease_expired_messages_unless_told(cloud, capsys):
+    sqs = cloud.client("sqs")
+    expired = {"once.reason": {"DataType": "String", "StringValue": "LEASE_EXPIRED"}}
+    sqs.send_message(
+        QueueUrl=cloud.outputs["DlqUrl"], MessageBody="expired", MessageAttributes=expired
+    )
+    sqs.send_message(QueueUrl=cloud.outputs["DlqUrl"], MessageBody="poison")
+    before = depth(cloud, "QueueUrl")
+
+    assert once(cloud, "redrive") == 0
+    out = capsys.readouterr().out
+    assert "moved 1 messages" in out and "left 1 LEASE_EXPIRED messages in the DLQ" in out
+    assert "--include-lease-expired" in out
+    assert depth(cloud, "DlqUrl") == 1 and depth(cloud, "QueueUrl") == before + 1
+
+    assert once(cloud, "redrive", "--rate", "5") == 2  # the move task cannot leave it behind
+    assert "--include-lease-expired" in capsys.readouterr().err
+    assert depth(cloud, "DlqUrl") == 1
+
+    assert once(cloud, "redrive", "--include-lease-expired") == 0
+    out = capsys.readouterr().out
+    assert "moving the messages one by one" in out  # moto: no move task
+    assert "moved 1 messages" in out and "LEASE_EXPIRED" not in out
+    assert depth(cloud, "DlqUrl") == 0 and depth(cloud, "QueueUrl") == before + 2
     drain(cloud, "QueueUrl")
 
 

@@ -54,7 +54,7 @@ def test_fifo_copy_is_deduplicated_by_the_dlq_message_id_not_the_original_send(s
     ]
     sent = _sent(sqs)
 
-    assert move(sqs, dlq, source) == 2
+    assert move(sqs, dlq, source).moved == 2
 
     copies = [r for r in sent if r["QueueUrl"] == source]
     assert sorted(r["MessageDeduplicationId"] for r in copies) == sorted(
@@ -63,3 +63,54 @@ def test_fifo_copy_is_deduplicated_by_the_dlq_message_id_not_the_original_send(s
     assert all(r["MessageGroupId"] == "g" for r in copies)
     bodies = sqs.receive_message(QueueUrl=source, MaxNumberOfMessages=10)["Messages"]
     assert sorted(m["Body"] for m in bodies) == ["order 0", "order 1"]
+
+
+def _quarantined(sqs: Any, url: str, body: str, reason: str) -> None:
+    sqs.send_message(
+        QueueUrl=url,
+        MessageBody=body,
+        MessageAttributes={"once.reason": {"DataType": "String", "StringValue": reason}},
+    )
+
+
+def _bodies(sqs: Any, url: str) -> list[str]:
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    return sorted(m["Body"] for m in messages.get("Messages", []))
+
+
+def test_lease_expired_messages_stay_in_the_dlq_visible_for_review(sqs):
+    dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    source = sqs.create_queue(QueueName="source")["QueueUrl"]
+    _quarantined(sqs, dlq, "poison", "POISON")
+    _quarantined(sqs, dlq, "expired", "LEASE_EXPIRED")
+    sqs.send_message(QueueUrl=dlq, MessageBody="plain")
+
+    done = move(sqs, dlq, source)
+
+    assert (done.moved, done.lease_expired_left) == (2, 1)
+    assert _bodies(sqs, source) == ["plain", "poison"]
+    assert _bodies(sqs, dlq) == ["expired"]  # visible now, not hidden for a minute
+
+
+def test_include_lease_expired_moves_them_too(sqs):
+    dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    source = sqs.create_queue(QueueName="source")["QueueUrl"]
+    _quarantined(sqs, dlq, "expired", "LEASE_EXPIRED")
+    sqs.send_message(QueueUrl=dlq, MessageBody="plain")
+
+    done = move(sqs, dlq, source, include_lease_expired=True)
+
+    assert (done.moved, done.lease_expired_left) == (2, 0)
+    assert _bodies(sqs, source) == ["expired", "plain"]
+    assert _bodies(sqs, dlq) == []
+
+
+def test_max_counts_moved_messages_not_the_ones_left(sqs):
+    dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    source = sqs.create_queue(QueueName="source")["QueueUrl"]
+    _quarantined(sqs, dlq, "expired", "LEASE_EXPIRED")
+    for n in range(3):
+        sqs.send_message(QueueUrl=dlq, MessageBody=f"plain {n}")
+
+    assert move(sqs, dlq, source, 2).moved == 2
+    assert len(_bodies(sqs, source)) == 2
