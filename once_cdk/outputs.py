@@ -11,7 +11,15 @@ from aws_cdk import Aws, CfnOutput, Stack
 from once_cdk.consumer import OnceConsumer
 
 #: Output keys, as the CLI and the docs name them.
-OUTPUT_KEYS = ("QueueUrl", "DlqUrl", "IdempotencyTableName", "FunctionName", "DashboardUrl")
+OUTPUT_KEYS = (
+    "QueueUrl",
+    "DlqUrl",
+    "IdempotencyTableName",
+    "FunctionName",
+    "DashboardUrl",
+    # The records' key prefix (``<service>#<key>``): what ``once inspect KEY`` looks up.
+    "ServiceName",
+)
 
 
 def dashboard_url(consumer: OnceConsumer) -> str:
@@ -31,5 +39,6 @@ def add_cli_outputs(consumer: OnceConsumer) -> dict[str, CfnOutput]:
         "IdempotencyTableName": consumer.table.table_name,
         "FunctionName": consumer.function.function_name,
         "DashboardUrl": dashboard_url(consumer),
+        "ServiceName": consumer.settings.service_name,
     }
     return {key: CfnOutput(stack, key, value=values[key]) for key in OUTPUT_KEYS}

@@ -65,6 +65,8 @@ class Target:
     sqs: Any
     ddb: Any
     prefix: str
+    #: Why the prefix is a guess, when the stack does not say it (no ``ServiceName`` output).
+    prefix_note: str | None = None
 
     def record_id(self, key: str) -> str:
         return record_id(self.prefix, key)
@@ -114,18 +116,7 @@ def resolve(args: argparse.Namespace) -> Target:
             raise StackNotFound(
                 f"stack {stack} has no output {', '.join(missing)}: is it a once stack?"
             )
-        prefix = c.DEFAULT_SERVICE_NAME
-        if outputs.get("FunctionName"):
-            try:
-                env = (
-                    session.client("lambda", endpoint_url=endpoint, config=config)
-                    .get_function_configuration(FunctionName=outputs["FunctionName"])
-                    .get("Environment", {})
-                    .get("Variables", {})
-                )
-                prefix = env.get(c.ENV_SERVICE_NAME, prefix)
-            except ClientError:
-                pass  # no lambda:GetFunctionConfiguration: the default prefix will do
+        prefix, prefix_note = _record_prefix(stack, outputs, session, endpoint, config)
         ddb_endpoint = args.dynamodb_endpoint_url or endpoint
         return Target(
             stack,
@@ -133,6 +124,7 @@ def resolve(args: argparse.Namespace) -> Target:
             session.client("sqs", endpoint_url=endpoint, config=config),
             session.client("dynamodb", endpoint_url=ddb_endpoint, config=config),
             prefix,
+            prefix_note,
         )
     except NoCredentialsError as error:
         raise NoCredentials(
@@ -152,6 +144,37 @@ def resolve(args: argparse.Namespace) -> Target:
         if "does not exist" in message:
             raise StackNotFound(f"stack {stack} not found ({message})") from error
         raise CliError(f"describing stack {stack}: {message}") from error
+
+
+def _record_prefix(
+    stack: str,
+    outputs: dict[str, str],
+    session: boto3.Session,
+    endpoint: str | None,
+    config: Config,
+) -> tuple[str, str | None]:
+    """The records' key prefix: the stack's ``ServiceName`` output; for a stack deployed
+    before it had one, the function's configuration, else the runtime's default (with a
+    note saying so)."""
+    if outputs.get("ServiceName"):
+        return outputs["ServiceName"], None
+    if outputs.get("FunctionName"):
+        try:
+            env = (
+                session.client("lambda", endpoint_url=endpoint, config=config)
+                .get_function_configuration(FunctionName=outputs["FunctionName"])
+                .get("Environment", {})
+                .get("Variables", {})
+            )
+            if env.get(c.ENV_SERVICE_NAME):
+                return str(env[c.ENV_SERVICE_NAME]), None
+        except ClientError:
+            pass  # no lambda:GetFunctionConfiguration: the note below says what to do
+    return c.DEFAULT_SERVICE_NAME, (
+        f"stack {stack} has no ServiceName output and its function's configuration could not "
+        f"be read, so the record prefix is the default {c.DEFAULT_SERVICE_NAME!r}; deploy the "
+        "stack with once_cdk's add_cli_outputs (it adds ServiceName)"
+    )
 
 
 def _bodies(args: argparse.Namespace) -> list[str]:
@@ -250,7 +273,8 @@ def inspect(args: argparse.Namespace, console: Console) -> int:
         ConsistentRead=True,
     ).get("Item")
     if not item:
-        raise RecordNotFound(f"no record {record_id} in {target.outputs['IdempotencyTableName']}")
+        where = f"no record {record_id} in {target.outputs['IdempotencyTableName']}"
+        raise RecordNotFound(f"{where} ({target.prefix_note})" if target.prefix_note else where)
 
     def value(name: str) -> str | None:
         raw = item.get(name)

@@ -66,13 +66,14 @@ def test_outputs_carry_the_names_the_cli_reads(synth):
     consumer = synth.consumer
     assert set(outputs) == set(OUTPUT_KEYS) == {
         "QueueUrl", "DlqUrl", "IdempotencyTableName", "LedgerTableName", "FunctionName",
-        "DashboardUrl",
+        "DashboardUrl", "ServiceName",
     }  # fmt: skip
     assert outputs["QueueUrl"]["Value"] == {"Ref": synth.logical_id(consumer.queue)}
     assert outputs["DlqUrl"]["Value"] == {"Ref": synth.logical_id(consumer.dlq)}
     assert outputs["IdempotencyTableName"]["Value"] == {"Ref": synth.logical_id(consumer.table)}
     assert outputs["LedgerTableName"]["Value"] == {"Ref": synth.logical_id(synth.stack.ledger)}
     assert outputs["FunctionName"]["Value"] == {"Ref": synth.logical_id(consumer.function)}
+    assert outputs["ServiceName"]["Value"] == consumer.settings.service_name == "payments"
     dashboard_url = json.dumps(outputs["DashboardUrl"]["Value"])
     assert "console.aws.amazon.com/cloudwatch" in dashboard_url
     assert synth.logical_id(consumer.dashboard) in dashboard_url

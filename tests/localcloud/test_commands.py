@@ -299,4 +299,29 @@ def test_the_commands_work_on_a_stack_without_the_example_ledger(cloud, capsys):
     assert main(["inspect", "o-1", *target]) == 10  # no record yet: found the table, not it
     out = capsys.readouterr()
     assert "sent 2 of 2" in out.out and "queue: waiting" in out.out
-    assert "no record" in out.err
+    assert "no record once#o-1" in out.err
+    assert "no ServiceName output" in out.err and "add_cli_outputs" in out.err
+
+
+def test_inspect_finds_records_by_the_stacks_service_name_output(cloud, capsys):
+    """Not the runtime's default prefix: the one the stack's consumer writes its records with."""
+    table = cloud.outputs["IdempotencyTableName"]
+    template = {
+        "Resources": {"Dlq": {"Type": "AWS::SQS::Queue"}, "Source": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {
+            "QueueUrl": {"Value": {"Ref": "Source"}},
+            "DlqUrl": {"Value": {"Ref": "Dlq"}},
+            "IdempotencyTableName": {"Value": table},
+            "ServiceName": {"Value": "orders"},
+        },
+    }
+    cloud.client("cloudformation").create_stack(
+        StackName="Named-local", TemplateBody=json.dumps(template)
+    )
+    cloud.client("dynamodb").put_item(
+        TableName=table,
+        Item={"id": {"S": "orders#o-9"}, "status": {"S": "COMPLETED"}, "fence": {"N": "1"}},
+    )
+    target = ["--endpoint-url", cloud.endpoints["sqs"], "--stack", "Named-local"]
+    assert main(["inspect", "o-9", *target]) == 0
+    assert "orders#o-9" in capsys.readouterr().out
