@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Final
 
-#: once/store.py: claim/complete/fail are conditional UpdateItem calls; GetItem reads a record.
-#: Never DeleteItem (deleting would reset the fence), Scan, Query or Batch*.
-IDEMPOTENCY_TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:UpdateItem")
+#: once/store.py: claim/complete/fail are conditional UpdateItem calls, and the record a
+#: refused write finds comes back with it (ReturnValuesOnConditionCheckFailure): the function
+#: never reads a record otherwise. Never GetItem, DeleteItem (deleting would reset the
+#: fence), Scan, Query or Batch*.
+IDEMPOTENCY_TABLE_ACTIONS: Final = ("dynamodb:UpdateItem",)
 
 #: The event source mapping polls the source queue with the function's role (the actions of
 #: AWS's AWSLambdaSQSQueueExecutionRole, on this queue only), and the runtime's retry backoff
