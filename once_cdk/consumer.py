@@ -82,6 +82,16 @@ class OnceConsumer(Construct):
     Attributes: ``queue``, ``dlq``, ``table``, ``function``, ``alarm_topic``; also
     ``settings`` (the derived values), ``role``, ``log_group``, ``mapping``, ``alarms`` and
     ``dashboard``.
+
+    The derived ``maxReceiveCount`` (when ``max_receive_count`` is not given) assumes
+    ``make_handler``'s default backoff (2 s base, 300 s max): the construct cannot see what
+    the function's code passes. A function that shortens the backoff (``backoff_max_s`` or
+    ``backoff_base_s`` below the defaults) needs ``max_receive_count`` passed here, so that
+    the retry window still covers at least 5 visibility timeouts: the fewest N >= 5 with
+    ``sum(min(backoff_max_s, backoff_base_s * 2 ** (n - 1)) for n in range(1, N + 1))
+    >= 5 * visibility_timeout_s`` (``settings.visibility_timeout_s``). For the 30 s timeout
+    (visibility 180 s) and ``backoff_max_s=60`` that is 19, where the derived 10 would send
+    a failing message to the DLQ after 362 s.
     """
 
     def __init__(
