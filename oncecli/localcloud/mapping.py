@@ -267,7 +267,14 @@ class Mapping:
         while len(batch) < self.config.batch_size and not self._stop.is_set():
             wait = POLL_WAIT_S
             if window_ends is not None:
-                wait = int(max(0.0, min(POLL_WAIT_S, window_ends - time.monotonic())))
+                left = window_ends - time.monotonic()
+                if left < 1:
+                    # SQS long polls in whole seconds: wait out the window's last fraction,
+                    # then take what is there, rather than short-poll in a loop until it ends.
+                    self._stop.wait(max(0.0, left))
+                    wait = 0
+                else:
+                    wait = int(min(POLL_WAIT_S, left))
             response = sqs.receive_message(
                 QueueUrl=self.config.queue_url,
                 MaxNumberOfMessages=min(10, self.config.batch_size - len(batch)),

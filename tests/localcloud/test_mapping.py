@@ -93,3 +93,35 @@ def test_fifo_a_failed_record_blocks_its_group_until_it_comes_back(moto, tmp_pat
     assert [b for b in done if b.startswith("B")] == ["B1", "B2"]
     # Group B went on while A2 waited out its visibility timeout.
     assert done.index("B2") < done.index("A2")
+
+
+class _QuietQueue:
+    """One message, then nothing: each empty receive long-polls its WaitTimeSeconds."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def receive_message(self, **request):
+        self.calls += 1
+        if self.calls == 1:
+            return {"Messages": [{"MessageId": "m-1", "Body": "{}"}]}
+        time.sleep(request["WaitTimeSeconds"])
+        return {}
+
+
+def test_the_last_second_of_a_batching_window_is_waited_out_not_short_polled():
+    """SQS long polls in whole seconds: the window's last fraction must not become a loop of
+    zero-second receives."""
+    config = MappingConfig(
+        queue_url="q", queue_arn="arn", region=LOCAL_REGION, batching_window_s=1.5
+    )
+    function = FunctionConfig("fn", "arn:fn", "h.h", timeout_s=5, memory_mb=128, environment={})
+    mapping = Mapping(config, function, sqs_factory=_QuietQueue, workers=1, env={})
+    queue = _QuietQueue()
+    started = time.monotonic()
+
+    batch = mapping._receive(queue)
+
+    assert [m["MessageId"] for m in batch] == ["m-1"]
+    assert queue.calls <= 4
+    assert 1.4 <= time.monotonic() - started <= 2.0
