@@ -82,14 +82,17 @@ def test_the_wheel_declares_its_license_and_carries_its_text(wheel: zipfile.ZipF
     assert wheel.read(license_file) == (ROOT / "LICENSE").read_bytes()
 
 
-def test_every_library_imported_is_a_declared_dependency(wheel: zipfile.ZipFile) -> None:
-    requires, _ = _metadata(wheel)
-    declared = {
+def _names(requires: list[str]) -> set[str]:
+    return {
         r.split(";")[0].split("[")[0].split("<")[0].split(">")[0].strip().lower() for r in requires
     }
+
+
+def _undeclared(declared: set[str], sources: list[Path]) -> dict[str, str]:
+    """The libraries the sources import that no declared distribution provides."""
     providers = packages_distributions()
     undeclared: dict[str, str] = {}
-    for path in _sources().values():
+    for path in sources:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -105,5 +108,25 @@ def test_every_library_imported_is_a_declared_dependency(wheel: zipfile.ZipFile)
                 if not dists & {d.replace("_", "-") for d in declared}:
                     undeclared[top] = str(path.relative_to(ROOT))
     # botocore and urllib3 come with boto3, which is declared.
-    undeclared = {k: v for k, v in undeclared.items() if k not in ("botocore", "urllib3")}
+    return {k: v for k, v in undeclared.items() if k not in ("botocore", "urllib3")}
+
+
+def test_every_library_imported_is_a_declared_dependency(wheel: zipfile.ZipFile) -> None:
+    requires, _ = _metadata(wheel)
+    undeclared = _undeclared(_names(requires), list(_sources().values()))
     assert not undeclared, f"imported but not declared (module: where): {undeclared}"
+
+
+def test_pip_install_without_extras_gives_the_runtime_and_once_cdk(wheel: zipfile.ZipFile) -> None:
+    """A team deploys with ``pip install .``: what ``once`` (but its pytest plugin, which
+    comes with the ``testing`` extra) and ``once_cdk`` import is a base dependency; the
+    local cloud, harness and benchmarks come with the ``local`` extra."""
+    requires, _ = _metadata(wheel)
+    base = _names([r for r in requires if "extra ==" not in r])
+    sources = [
+        path
+        for name, path in _sources().items()
+        if name.startswith(("once/", "once_cdk/")) and not name.startswith("once/testing/")
+    ]
+    undeclared = _undeclared(base, sources)
+    assert not undeclared, f"imported but only in an extra (module: where): {undeclared}"
