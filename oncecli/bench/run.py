@@ -61,9 +61,9 @@ def measure(engine: str, sections: list[str], scale: str) -> dict[str, Any]:
             cold_size = min(batches.plan(scale).reps)
             tick(f"cold engine: {cold_size} records")
             results["cold"] = batches.run_size(subjects, meter, cold_size, COLD_REPS)
-            records = batches.plan(scale).warm_up
-            tick(f"warm-up: {records} records per consumer")
-            results["warm_up"] = batches.warm_up(subjects, records)
+            plan = batches.plan(scale)
+            tick(f"warm-up: {plan.warm_least}-{plan.warm_most} records per consumer")
+            results["warm_up"] = batches.warm_up(subjects, meter, plan.warm_least, plan.warm_most)
         if "batches" in sections:
             results["batches"] = batches.run(subjects, meter, scale, tick)
         if "latency" in sections:
