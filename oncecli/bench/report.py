@@ -349,7 +349,7 @@ BOUNDS = """
   2 cores, so the engine's CPU per call also counts. Powertools runs records one after the
   other: its time is the batch size times one record's (two calls, the business time and
   its CPU), so the ratio tends to the consumer's CPU per record over Powertools' time per
-  record as batches grow, about 0.07 to 0.1 on this machine, whatever `max_workers` is.
+  record as batches grow, whatever `max_workers` is (the "floor / Powertools" column).
 - **Batch latency, DynamoDB Local.** The injected round trip and the business time: Java
   answers an item call in about a millisecond and serves concurrent calls in parallel, so
   `once`'s batch of 10 approaches its floor of claim + business + complete (about
