@@ -723,8 +723,9 @@ measured in these very batches.
         f"Big batches, {ENGINE_TITLE[engine]}: batch time and CPU per record",
         BATCH_HEADER,
         batch_rows(first + b["rows"]),
-        note='"engine cold": the same batches on the engine as it started, before the '
-        "warm-up, measured to show what the warm-up removes; not a goal figure."
+        note='"engine cold": the same batches before the engine\'s warm-up (it had only '
+        "served the DynamoDB work section), measured to show what the warm-up removes; not "
+        "a goal figure."
         if cold
         else "",
     )
