@@ -44,8 +44,9 @@ DEFAULT_METRICS_NAMESPACE: Final = "Once"
 DEFAULT_LEASE_MARGIN_S: Final = 10
 DEFAULT_LOCK_TIMEOUT_S: Final = 900
 #: Records (keys, or FIFO groups) of one batch in flight at once; threads start only as a
-#: batch needs them, so a batch of 10 uses 10. Past about 64 a batch of 1,000 got no faster
-#: (docs/performance.md, max_workers sweep): the consumer's CPU per record is then the bound.
+#: batch needs them, so a batch of 10 uses 10. Batches of 100 and 1,000 got faster up to 32
+#: to 64 and no faster beyond (docs/performance.md, max_workers sweep): the consumer's CPU per
+#: record is then the bound.
 DEFAULT_MAX_WORKERS: Final = 64
 DEFAULT_MIN_REMAINING_MS: Final = 500
 #: Retry backoff through the visibility timeout: min(max, base * 2**(receives - 1)) s.
