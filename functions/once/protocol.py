@@ -78,14 +78,14 @@ def must_quarantine_takeover(*, takeover: bool, previous: Record | None, reviewe
     its message to the DLQ instead of running business code.
 
     A takeover must, and so must a claim of a record that an earlier such quarantine marked
-    FAILED (``LEASE_EXPIRED``) when its DLQ send failed. A message that a person redrove
-    from the DLQ after review (it carries ``once.reason=LEASE_EXPIRED``) runs.
+    FAILED (``LEASE_EXPIRED``) when its DLQ send failed, unless the message is one a person
+    redrove from the DLQ after review (it carries ``once.reason=LEASE_EXPIRED``). A review
+    covers that record only: a takeover is quarantined even for a reviewed message, since
+    the reviewed run's own effect may have happened before its invocation died.
     """
-    if reviewed:
-        return False
     unsent = (
         previous is not None
         and previous.status == c.STATUS_FAILED
         and previous.error == c.REASON_LEASE_EXPIRED
     )
-    return takeover or unsent
+    return takeover or (unsent and not reviewed)

@@ -80,6 +80,34 @@ def test_a_redrive_after_a_quarantined_takeover_runs_once(
     assert aws.record("o-1")["status"] == c.STATUS_COMPLETED
 
 
+class Killed(BaseException):
+    """Lambda killing the invocation: nothing of it runs after this."""
+
+
+def test_a_reviewed_redrive_that_dies_after_its_effect_is_quarantined_again_not_run(
+    aws, once_handler, sqs_event, clock
+) -> None:
+    fences: list[int] = []
+
+    def ship(body: Any, attempt: Any) -> dict[str, bool]:
+        fences.append(attempt.fence)
+        raise Killed  # the effect happened; the invocation died before its finalize
+
+    crashed_mid_flight(aws, clock)
+    handler = once_handler(ship, clock=clock, on_expired_lease="quarantine")
+    assert outcomes(handler, sqs_event([ORDER])) == [Outcome.LEASE_EXPIRED]
+    [dead] = aws.dlq()
+    again = redriven(dead, sqs_event)  # a person reviewed the first takeover
+    with pytest.raises(Killed):
+        handler(again, None)
+    clock.advance(c.DEFAULT_LOCK_TIMEOUT_S + 1)  # the dead invocation's lease runs out
+
+    # SQS redelivers the redriven message, its attributes unchanged: a new takeover
+    assert outcomes(handler, again) == [Outcome.LEASE_EXPIRED]
+    assert fences == [3]
+    assert aws.record("o-1")["error"] == c.REASON_LEASE_EXPIRED
+
+
 def test_a_redelivery_after_a_failed_quarantine_is_quarantined_again_not_run(
     aws, once_handler, spy, sqs_event, clock
 ) -> None:
@@ -130,7 +158,8 @@ def _previous(status: str, error: str | None = None) -> Record:
     ("takeover", "previous", "reviewed", "expected"),
     [
         (True, _previous(c.STATUS_IN_PROGRESS), False, True),  # a lease expired mid-flight
-        (True, _previous(c.STATUS_IN_PROGRESS), True, False),  # a person redrove it
+        # a reviewed redrive's own claim expired mid-flight: its effect may have run
+        (True, _previous(c.STATUS_IN_PROGRESS), True, True),
         (False, None, False, False),  # a new key
         (False, _previous(c.STATUS_FAILED, "RuntimeError"), False, False),  # a retry
         # FAILED by an earlier quarantine whose DLQ send failed: still unreviewed
@@ -139,7 +168,7 @@ def _previous(status: str, error: str | None = None) -> Record:
     ],
     ids=[
         "takeover",
-        "reviewed-takeover",
+        "takeover-of-a-reviewed-redrive",
         "new-key",
         "retry-after-failure",
         "unsent-quarantine",
