@@ -271,8 +271,9 @@ def make_handler(
     over an expired IN_PROGRESS lease (``attempt.takeover``; a downstream fence absorbs it).
     ``"quarantine"`` is for effects that cannot be fenced: such a claim runs nothing, marks
     the record FAILED (``LEASE_EXPIRED``) and sends the message to the DLQ with
-    ``once.reason=LEASE_EXPIRED``; once a person has checked the effect and redriven it, the
-    redriven message runs. A conservatively true takeover (a retried claim, see
+    ``once.reason=LEASE_EXPIRED`` and ``once.fence`` (the record's fence); once a person has
+    checked the effect and redriven it, the redriven message runs, if the record is still
+    that FAILED one. A conservatively true takeover (a retried claim, see
     ``Attempt.takeover``) is quarantined too.
 
     A record reported in ``batchItemFailures`` comes back after

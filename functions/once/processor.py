@@ -175,6 +175,7 @@ class BatchProcessor:
                 leader.reason or c.REASON_PERMANENT_ERROR,
                 "follows " + leader.message_id,
                 outcome=leader.outcome,
+                review_fence=leader.fence if leader.outcome is Outcome.LEASE_EXPIRED else None,
             )
         outcome = _FOLLOW.get(leader.outcome, leader.outcome)
         return RecordResult(
@@ -216,7 +217,7 @@ class BatchProcessor:
                 holder_remaining_ms=claim.holder_remaining_ms,
             )
         if self._settings.quarantine_takeovers and must_quarantine_takeover(
-            takeover=claim.takeover, previous=claim.previous, reviewed=_reviewed(record)
+            takeover=claim.takeover, previous=claim.previous, review_fence=_review_fence(record)
         ):
             return self._quarantine_takeover(record, parsed, record_id, claim)
         return self._execute(record, parsed, record_id, claim)
@@ -239,6 +240,7 @@ class BatchProcessor:
             outcome=Outcome.LEASE_EXPIRED,
             fence=claim.fence,
             takeover=claim.takeover,
+            review_fence=claim.fence,
         )
 
     def _execute(
@@ -309,11 +311,13 @@ class BatchProcessor:
         outcome: Outcome = Outcome.QUARANTINED,
         fence: int | None = None,
         takeover: bool = False,
+        review_fence: int | None = None,
     ) -> RecordResult:
         """Acknowledge a permanent failure only once its copy is in the DLQ. The outcome
         stays what it was (QUARANTINED, or CONFLICT: its own metric) once the send went
-        through; otherwise the record is FAILED and SQS redelivers it."""
-        sent = self._quarantine.send(record.raw_event, reason, error)
+        through; otherwise the record is FAILED and SQS redelivers it. ``review_fence``:
+        the fence of the record a quarantined takeover failed, which a review must match."""
+        sent = self._quarantine.send(record.raw_event, reason, error, fence=review_fence)
         if not sent:
             outcome = Outcome.FAILED
         return RecordResult(record.message_id, outcome, key, fence, takeover, reason)
@@ -337,13 +341,15 @@ class BatchProcessor:
         )
 
 
-def _reviewed(record: SQSRecord) -> bool:
-    """Redriven from the DLQ after a person reviewed a quarantined takeover."""
-    attributes = record.message_attributes
-    if c.QUARANTINE_ATTR_REASON not in attributes:
-        return False
-    reason = attributes[c.QUARANTINE_ATTR_REASON]
-    return reason is not None and reason.string_value == c.REASON_LEASE_EXPIRED
+def _review_fence(record: SQSRecord) -> int | None:
+    """The fence a person reviewed, on a message redriven from the DLQ after a quarantined
+    takeover (``once.reason=LEASE_EXPIRED`` and ``once.fence``); None on any other."""
+    attributes = record.raw_event.get("messageAttributes") or {}
+    reason = (attributes.get(c.QUARANTINE_ATTR_REASON) or {}).get("stringValue")
+    fence = (attributes.get(c.QUARANTINE_ATTR_FENCE) or {}).get("stringValue") or ""
+    if reason != c.REASON_LEASE_EXPIRED or not (fence.isascii() and fence.isdigit()):
+        return None
+    return int(fence)
 
 
 def _class(error: BaseException) -> str:

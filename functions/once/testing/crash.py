@@ -167,8 +167,10 @@ class CrashingQuarantine(Quarantine):
         super().__init__(client, dlq_url)
         self._switch = switch
 
-    def send(self, record: dict[str, Any], reason: str, error: str) -> bool:
+    def send(
+        self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
+    ) -> bool:
         self._switch.check()
-        sent = super().send(record, reason, error)
+        sent = super().send(record, reason, error, fence=fence)
         self._switch.check()
         return sent
