@@ -210,3 +210,27 @@ def test_an_unknown_crash_point_is_refused_before_anything_runs(once_env, handle
     with pytest.raises(ValueError, match="after_claim, after_process, before_finalize"):
         once_env.deliver(handler, [ORDER], crash="during_process")
     assert stored(once_env, "o-1") is None
+
+
+def test_deliver_returns_only_once_no_call_of_the_killed_invocation_is_in_flight(
+    once_env,
+) -> None:
+    """The first claim back kills the invocation; the claims of the other keys were on the
+    wire then and land, as they would in DynamoDB, but before deliver returns."""
+
+    def slow_claims(request: Any, **_: Any) -> None:
+        update = json.loads(request.body)
+        if "ADD #fence" in update.get("UpdateExpression", ""):
+            first = update["Key"][c.ATTR_ID]["S"].endswith("#o-0")
+            time.sleep(0.05 if first else 0.3)
+
+    once_env.dynamodb.meta.events.register("before-send.dynamodb.UpdateItem", slow_claims)
+    handler = make_handler(Business(), key="orderId", key_prefix=PREFIX)
+    keys = [f"o-{i}" for i in range(6)]
+
+    once_env.deliver(handler, [{"orderId": k} for k in keys], crash="after_claim")
+
+    landed = [k for k in keys if stored(once_env, k) is not None]
+    time.sleep(0.5)
+    assert [k for k in keys if stored(once_env, k) is not None] == landed
+    assert len(landed) > 1  # the test saw claims on the wire at the kill

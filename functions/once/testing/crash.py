@@ -25,7 +25,8 @@ The three points, and the record each one leaves (DynamoDB's state, nothing simu
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from once.models import Record
@@ -57,9 +58,10 @@ def check_crash_point(crash: str | None) -> None:
 class KillSwitch:
     """The fate of one invocation: the point where it dies, and whether it has died.
 
-    It also counts the records whose business code is running, so that once the invocation
-    is dead the caller can wait for those threads to reach their next (refused) step instead
-    of returning while business code of a dead invocation still runs.
+    It also counts the records whose business code is running and the store and quarantine
+    calls on the wire, so that once the invocation is dead the caller can wait for those
+    threads to reach their next (refused) step instead of returning while business code or
+    a write of a dead invocation is still under way.
     """
 
     def __init__(self, point: str | None) -> None:
@@ -68,11 +70,26 @@ class KillSwitch:
         self.killed_at: str | None = None
         self._state = threading.Condition()
         self._running = 0
+        self._calls = 0
 
     def check(self) -> None:
         """Refuse the call if the invocation is dead."""
         with self._state:
             self._refuse_if_dead()
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """A store or quarantine call: refused if the invocation is dead, counted while it
+        is on the wire (a call already sent when the invocation dies lands)."""
+        with self._state:
+            self._refuse_if_dead()
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._calls -= 1
+                self._state.notify_all()
 
     def reached(self, point: str) -> None:
         """The invocation is at ``point``: it dies here if that is its crash point."""
@@ -98,10 +115,11 @@ class KillSwitch:
             self._running -= 1
             self._state.notify_all()
 
-    def wait_for_business_code(self, timeout_s: float) -> bool:
-        """After a kill: wait until no business code of this invocation still runs."""
+    def wait_for_the_dead(self, timeout_s: float) -> bool:
+        """After a kill: wait until no business code and no store or quarantine call of
+        this invocation is under way."""
         with self._state:
-            return self._state.wait_for(lambda: self._running == 0, timeout_s)
+            return self._state.wait_for(lambda: self._running == 0 and self._calls == 0, timeout_s)
 
     def _refuse_if_dead(self) -> None:
         if self.killed_at is not None:
@@ -126,10 +144,10 @@ class CrashingStore(RecordStore):
     def claim(
         self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
     ) -> Claimed | Rejected:
-        self._switch.check()
-        claimed = super().claim(
-            record_id, payload_hash=payload_hash, message_id=message_id, lease_ms=lease_ms
-        )
+        with self._switch.call():
+            claimed = super().claim(
+                record_id, payload_hash=payload_hash, message_id=message_id, lease_ms=lease_ms
+            )
         if isinstance(claimed, Claimed):
             self._switch.business_starts()
         else:
@@ -143,8 +161,8 @@ class CrashingStore(RecordStore):
         return self._finalize_or_die(super().fail, record_id, claim, error)
 
     def get(self, record_id: str) -> Record | None:
-        self._switch.check()
-        return super().get(record_id)
+        with self._switch.call():
+            return super().get(record_id)
 
     def _finalize_or_die(
         self,
@@ -155,7 +173,8 @@ class CrashingStore(RecordStore):
     ) -> bool:
         self._switch.business_ended()
         self._switch.reached(AFTER_PROCESS)
-        written = write(record_id, claim, value)
+        with self._switch.call():
+            written = write(record_id, claim, value)
         self._switch.reached(BEFORE_FINALIZE)
         return written
 
@@ -170,7 +189,7 @@ class CrashingQuarantine(Quarantine):
     def send(
         self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
     ) -> bool:
-        self._switch.check()
-        sent = super().send(record, reason, error, fence=fence)
+        with self._switch.call():
+            sent = super().send(record, reason, error, fence=fence)
         self._switch.check()
         return sent

@@ -303,9 +303,9 @@ class OnceEnv:
         try:
             result = handler.handle(event, context)
         except InvocationKilled:
-            if not binding.switch.wait_for_business_code(self.timeout_s):
+            if not binding.switch.wait_for_the_dead(self.timeout_s):
                 raise RuntimeError(
-                    f"business code of the killed invocation still runs after "
+                    f"business code or an AWS call of the killed invocation still runs after "
                     f"{self.timeout_s} s; it should end when Lambda's timeout would"
                 ) from None
             queue.settle(batch, set())
