@@ -234,3 +234,23 @@ def test_deliver_returns_only_once_no_call_of_the_killed_invocation_is_in_flight
     time.sleep(0.5)
     assert [k for k in keys if stored(once_env, k) is not None] == landed
     assert len(landed) > 1  # the test saw claims on the wire at the kill
+
+
+def test_a_quarantined_takeover_is_no_place_to_crash_after_the_business_code(
+    once_env, business
+) -> None:
+    """Under on_expired_lease="quarantine" a takeover runs no business code: after_process
+    does not fire there (its FAILED write and DLQ send go through), so it is never reached."""
+    handler = make_handler(
+        business, key="orderId", key_prefix=PREFIX, on_expired_lease="quarantine"
+    )
+    once_env.deliver(handler, [ORDER], crash="after_claim")
+    once_env.expire_leases()
+
+    with pytest.raises(AssertionError, match="never reached"):
+        once_env.deliver(handler, [ORDER], crash="after_process")
+    assert business.runs == []
+    record = once_env.record("o-1")
+    assert record is not None
+    assert (record.status, record.error) == (c.STATUS_FAILED, c.REASON_LEASE_EXPIRED)
+    assert [m.reason for m in once_env.dlq_messages()] == [c.REASON_LEASE_EXPIRED]

@@ -16,6 +16,10 @@ The three points, and the record each one leaves (DynamoDB's state, nothing simu
   invocation died before sending the finalize. ``IN_PROGRESS`` under the dead owner's lease;
   after the lease a takeover runs the business code *again*, with the next fence: only
   what it carries downstream (``attempt.key``, ``attempt.fence``) keeps the effect single.
+  It never fires where no business code ran: a takeover quarantined under
+  ``on_expired_lease="quarantine"`` writes its FAILED record and sends its message as
+  usual (crash that path ``after_claim``, or ``before_finalize``: record FAILED, message
+  neither sent to the DLQ nor acknowledged).
 - ``before_finalize``: the finalize was on the wire when the invocation died: DynamoDB applied
   it (``COMPLETED`` with the result, or ``FAILED``) but the invocation never learnt it and
   never returned its batch response. Nothing is acknowledged, so SQS redelivers a message
@@ -29,6 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from once import constants as c
 from once.models import Record
 from once.quarantine import Quarantine
 from once.store import Claimed, RecordStore, Rejected
@@ -158,7 +163,9 @@ class CrashingStore(RecordStore):
         return self._finalize_or_die(super().complete, record_id, claim, result)
 
     def fail(self, record_id: str, claim: Claimed, error: str) -> bool:
-        return self._finalize_or_die(super().fail, record_id, claim, error)
+        # The fail of a quarantined takeover (error LEASE_EXPIRED) follows no business code.
+        ran = error != c.REASON_LEASE_EXPIRED
+        return self._finalize_or_die(super().fail, record_id, claim, error, business_ran=ran)
 
     def get(self, record_id: str) -> Record | None:
         with self._switch.call():
@@ -170,9 +177,12 @@ class CrashingStore(RecordStore):
         record_id: str,
         claim: Claimed,
         value: str,
+        *,
+        business_ran: bool = True,
     ) -> bool:
         self._switch.business_ended()
-        self._switch.reached(AFTER_PROCESS)
+        if business_ran:
+            self._switch.reached(AFTER_PROCESS)
         with self._switch.call():
             written = write(record_id, claim, value)
         self._switch.reached(BEFORE_FINALIZE)
