@@ -138,12 +138,17 @@ def test_nothing_of_a_killed_invocation_reaches_dynamodb_or_the_dlq_after_the_ki
     """A FIFO group runs in order: the first record dies, the rest of the batch (another
     key, and a malformed message that would be quarantined) never happens."""
     handler = make_handler(business, key="orderId", key_prefix=PREFIX)
-    dynamodb, sqs = count_calls(once_env.dynamodb), count_calls(once_env.sqs, "before-send.sqs")
+    dynamodb = count_calls(once_env.dynamodb)
+    quarantined: list[str] = []
+    once_env.sqs.meta.events.register(
+        "provide-client-params.sqs.SendMessage",
+        lambda params, **_: quarantined.append(params["QueueUrl"]),
+    )
 
     once_env.deliver(handler, [ORDER, {"orderId": "o-2"}, "not json"], crash=crash, fifo_group="g")
 
     assert dynamodb.count == {"UpdateItem": updates}
-    assert sqs.count["SendMessage"] == 0
+    assert once_env.dlq_url not in quarantined
     assert stored(once_env, "o-2") is None
     assert once_env.dlq_messages() == []
     assert [key for key, _, _ in business.runs] == ([] if crash == "after_claim" else ["o-1"])

@@ -1,4 +1,4 @@
-"""``OnceEnv``: an idempotency table, a DLQ and a source queue on in-process moto, a clock,
+"""``OnceEnv``: an idempotency table, a DLQ and source queues on in-process moto, a clock,
 and ``deliver``, which runs a handler the way Lambda and SQS would, crashes included.
 
 The environment enters ``moto.mock_aws`` whether or not a mock is already active: moto
@@ -431,7 +431,9 @@ class OnceEnv:
         if name not in self._queues:
             url = self._create_queue(name)
             arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
-            self._queues[name] = SourceQueue(arn["Attributes"]["QueueArn"], self.clock)
+            self._queues[name] = SourceQueue(
+                self.sqs, url, arn["Attributes"]["QueueArn"], self.clock
+            )
         return self._queues[name]
 
     def _create_queue(self, name: str) -> str:
