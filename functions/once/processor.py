@@ -25,7 +25,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once import constants as c
-from once.models import Attempt, Outcome, PermanentError, RecordResult
+from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.payload import (
     BadMessage,
     BodyReader,
@@ -189,10 +189,10 @@ class BatchProcessor:
 
     def _claim_and_run(self, record: SQSRecord, parsed: Parsed, context: Any) -> RecordResult:
         message_id = record.message_id
-        record_id = f"{self._settings.key_prefix}#{parsed.key}"
+        stored_as = record_id(self._settings.key_prefix, parsed.key)
         try:
             claim = self._store.claim(
-                record_id,
+                stored_as,
                 payload_hash=parsed.payload_hash,
                 message_id=message_id,
                 lease_ms=self._lease_ms(context),
@@ -219,8 +219,8 @@ class BatchProcessor:
         if self._settings.quarantine_takeovers and must_quarantine_takeover(
             takeover=claim.takeover, previous=claim.previous, review_fence=_review_fence(record)
         ):
-            return self._quarantine_takeover(record, parsed, record_id, claim)
-        return self._execute(record, parsed, record_id, claim)
+            return self._quarantine_takeover(record, parsed, stored_as, claim)
+        return self._execute(record, parsed, stored_as, claim)
 
     def _quarantine_takeover(
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed

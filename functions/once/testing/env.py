@@ -29,7 +29,7 @@ from botocore.exceptions import ClientError
 
 from once import constants as c
 from once.handler import Handler
-from once.models import BatchResult, Outcome, Record, RecordResult
+from once.models import BatchResult, Outcome, Record, RecordResult, record_id
 from once.store import RecordStore
 from once.testing.crash import (
     CrashingQuarantine,
@@ -367,7 +367,7 @@ class OnceEnv:
         protocol still sees it). ``handler`` names the key prefix and table when the test
         delivered to handlers of several services."""
         table, prefix = self._naming(handler)
-        return RecordStore(self.dynamodb, table, clock=self.clock).get(f"{prefix}#{key}")
+        return RecordStore(self.dynamodb, table, clock=self.clock).get(record_id(prefix, str(key)))
 
     def dlq_messages(self) -> list[Quarantined]:
         """Every message quarantined so far, oldest first; reading leaves them in the DLQ."""
