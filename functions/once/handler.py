@@ -93,8 +93,11 @@ class Handler:
         """Run the next invocations with this record store and/or quarantine.
 
         ``bind()`` with nothing drops what was bound and the built processor: the next
-        invocation builds them again from the configuration and the environment.
+        invocation builds them again from the configuration and the environment. The
+        previous processor's threads end.
         """
+        if self._processor is not None:
+            self._processor.close()
         self._store = store
         self._quarantine = quarantine
         self._processor = None

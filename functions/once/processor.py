@@ -115,6 +115,12 @@ class BatchProcessor:
             )
         return self._pool
 
+    def close(self) -> None:
+        """Let the pool's threads end once idle; work not yet started is cancelled."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     def _read(self, index: int, record: SQSRecord) -> _Item:
         try:
             return _Item(index, record, self._reader.read(record.body), None)
