@@ -123,13 +123,14 @@ class SourceQueue:
         received but not wanted are hidden again."""
         by_id = {m.message_id: m for m in wanted}
         groups = {m.group for m in wanted}
-        for messages in self._unacknowledged.values():
-            for message in messages:
-                if message.message_id in by_id or (self.fifo and message.group in groups):
-                    self._hide(message, 0)
-        for m in wanted:
-            if m.receipt_handle:
-                self._hide(m, 0)
+        in_the_way = [
+            message
+            for messages in self._unacknowledged.values()
+            for message in messages
+            if self.fifo and message.group in groups
+        ]
+        for message in wanted + in_the_way:
+            self._show(message)
         missing = set(by_id)
         unwanted: list[dict[str, Any]] = []
         for _ in range(_MAX_RECEIVES):
@@ -142,14 +143,14 @@ class SourceQueue:
                 VisibilityTimeout=_HIDDEN_S,
             ).get("Messages", [])
             for item in received:
-                message = by_id.get(item["MessageId"])
-                if message is None or item["MessageId"] not in missing:
+                taken = by_id.get(item["MessageId"])
+                if taken is None or item["MessageId"] not in missing:
                     unwanted.append(item)
                     continue
                 missing.discard(item["MessageId"])
-                message.receipt_handle = item["ReceiptHandle"]
-                message.md5 = item["MD5OfBody"]
-                message.attributes = item.get("Attributes") or {}
+                taken.receipt_handle = item["ReceiptHandle"]
+                taken.md5 = item["MD5OfBody"]
+                taken.attributes = item.get("Attributes") or {}
         for item in unwanted:
             self._sqs.change_message_visibility(
                 QueueUrl=self._url, ReceiptHandle=item["ReceiptHandle"], VisibilityTimeout=_HIDDEN_S
@@ -160,10 +161,11 @@ class SourceQueue:
                 f"after {_MAX_RECEIVES} receives"
             )
 
-    def _hide(self, message: Message, seconds: int) -> None:
+    def _show(self, message: Message) -> None:
+        """Make a message received earlier visible again (a new one is visible already)."""
         if message.receipt_handle:
             self._sqs.change_message_visibility(
-                QueueUrl=self._url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=seconds
+                QueueUrl=self._url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=0
             )
 
 
