@@ -26,6 +26,8 @@ _SENDER_ID = "AIDAIENQZJOLO23YVJ4VO"
 #: How long a received message stays hidden from the queue's next receives (1 h): the
 #: test, not the clock, says when it is delivered again.
 _HIDDEN_S = 3600
+#: SQS's most entries in one batch call.
+_BATCH = 10
 #: Receives of one delivery before giving up on a message the queue does not return.
 _MAX_RECEIVES = 20
 
@@ -61,25 +63,45 @@ class SourceQueue:
     def receive(self, bodies: Iterable[str], group: str | None) -> list[Message]:
         """The messages of one delivery: redeliveries first, new messages for the rest."""
         now_ms = int(self._clock() * 1000)
-        messages = []
+        messages: list[Message | None] = []
+        new: list[tuple[int, str]] = []
         for body in bodies:
             waiting = self._unacknowledged.get((body, group))
-            messages.append(waiting.pop(0) if waiting else self._send(body, group, now_ms))
-        self._take(messages)
-        for message in messages:
+            if not waiting:
+                new.append((len(messages), body))
+            messages.append(waiting.pop(0) if waiting else None)
+        for start in range(0, len(new), _BATCH):
+            for (index, _), message in zip(
+                new[start : start + _BATCH],
+                self._send([body for _, body in new[start : start + _BATCH]], group, now_ms),
+                strict=True,
+            ):
+                messages[index] = message
+        delivered = [m for m in messages if m is not None]
+        self._take(delivered)
+        for message in delivered:
             message.receive_count += 1
             if message.first_receive_ms is None:
                 message.first_receive_ms = now_ms
-        return messages
+        return delivered
 
     def settle(self, messages: Iterable[Message], acknowledged: set[str]) -> None:
         """After an invocation: the acknowledged messages are deleted (as the event source
         mapping does); the others come back when the test delivers them again."""
+        done = []
         for message in messages:
             if message.message_id in acknowledged:
-                self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=message.receipt_handle)
+                done.append(message)
             else:
                 self._unacknowledged.setdefault((message.body, message.group), []).append(message)
+        for start in range(0, len(done), _BATCH):
+            self._sqs.delete_message_batch(
+                QueueUrl=self._url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m.receipt_handle}
+                    for i, m in enumerate(done[start : start + _BATCH])
+                ],
+            )
 
     def record(self, message: Message) -> dict[str, Any]:
         """The message as one record of the Lambda event."""
@@ -108,13 +130,20 @@ class SourceQueue:
             "awsRegion": self.region,
         }
 
-    def _send(self, body: str, group: str | None, now_ms: int) -> Message:
-        request: dict[str, Any] = {"QueueUrl": self._url, "MessageBody": body}
-        if self.fifo:
-            request["MessageGroupId"] = group or ""
-            request["MessageDeduplicationId"] = uuid.uuid4().hex  # every send is a message
-        sent = self._sqs.send_message(**request)
-        return Message(sent["MessageId"], body, group, now_ms)
+    def _send(self, bodies: list[str], group: str | None, now_ms: int) -> list[Message]:
+        """New messages, sent in one call (at most ten), in the order of ``bodies``."""
+        entries: list[dict[str, Any]] = []
+        for index, body in enumerate(bodies):
+            entry: dict[str, Any] = {"Id": str(index), "MessageBody": body}
+            if self.fifo:
+                entry["MessageGroupId"] = group or ""
+                entry["MessageDeduplicationId"] = uuid.uuid4().hex  # every send is a message
+            entries.append(entry)
+        sent = self._sqs.send_message_batch(QueueUrl=self._url, Entries=entries)
+        if sent.get("Failed"):
+            raise RuntimeError(f"the source queue refused a message: {sent['Failed'][0]}")
+        ids = {entry["Id"]: entry["MessageId"] for entry in sent["Successful"]}
+        return [Message(ids[str(i)], body, group, now_ms) for i, body in enumerate(bodies)]
 
     def _take(self, wanted: list[Message]) -> None:
         """Receive the ``wanted`` messages from the queue (their receipt handles are the
