@@ -70,6 +70,9 @@ ERROR_MAX_CHARS: Final = 500
 QUARANTINE_ATTR_MESSAGE_ID: Final = "once.original_message_id"
 QUARANTINE_ATTR_REASON: Final = "once.reason"
 QUARANTINE_ATTR_ERROR: Final = "once.error"
+#: On a ``LEASE_EXPIRED`` quarantine only: the fence of the record it failed. A redriven
+#: message counts as reviewed only while the record is still that FAILED one.
+QUARANTINE_ATTR_FENCE: Final = "once.fence"
 #: ``once.reason`` values: why a message was quarantined.
 REASON_INVALID_JSON: Final = "INVALID_JSON"
 REASON_INVALID_ENVELOPE: Final = "INVALID_ENVELOPE"
