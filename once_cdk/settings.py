@@ -3,8 +3,8 @@
 Plain numbers, no CDK: every value that must not be typed by hand (the visibility timeout,
 ``maxReceiveCount``, the retentions, the alarm thresholds) is computed here and tested row by
 row, and a setting that breaks a rule raises ``ConfigurationError`` at synth, naming the
-setting, the rule and what to do. The retry backoff's defaults come from ``once.constants``,
-the module the runtime reads them from.
+setting, the rule and what to do. The retry backoff's defaults come from ``once.constants``
+and its formula from ``once.backoff``, the modules the runtime reads them from.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import re
 from typing import Final
 
 from once import constants as c
+from once.backoff import Backoff
 
 #: SQS hides a message for at least this many function timeouts (AWS's guidance for Lambda
 #: consumers), plus the batching window, so that a slow batch is never redelivered while it
@@ -57,9 +58,9 @@ def backoff_s(
     base_s: int = c.DEFAULT_BACKOFF_BASE_S,
     max_s: int = c.DEFAULT_BACKOFF_MAX_S,
 ) -> int:
-    """d(n) = min(max, base * 2**(n-1)): how long the runtime hides a record after its n-th
-    receive failed."""
-    return min(max_s, base_s * 2 ** (receive_count - 1))
+    """How long the runtime hides a record after its n-th receive failed: its own
+    ``Backoff.delay_s``, d(n) = min(max, base * 2**(n-1))."""
+    return Backoff(base_s, max_s).delay_s(receive_count)
 
 
 def retry_window_s(receives: int) -> int:
@@ -218,11 +219,6 @@ class ConsumerSettings:
         if self.max_receive_count is not None:
             return self.max_receive_count
         return derived_max_receive_count(self.visibility_timeout_s)
-
-    @property
-    def retry_window_s(self) -> int:
-        """How long backoff retries last before the DLQ, when every receive fails."""
-        return retry_window_s(self.receive_count)
 
     @property
     def source_retention_s(self) -> int:

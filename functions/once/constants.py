@@ -44,8 +44,9 @@ DEFAULT_METRICS_NAMESPACE: Final = "Once"
 DEFAULT_LEASE_MARGIN_S: Final = 10
 DEFAULT_LOCK_TIMEOUT_S: Final = 900
 #: Records (keys, or FIFO groups) of one batch in flight at once; threads start only as a
-#: batch needs them, so a batch of 10 uses 10. Past about 64 a batch of 1,000 got no faster
-#: (docs/performance.md, max_workers sweep): the consumer's CPU per record is then the bound.
+#: batch needs them, so a batch of 10 uses 10. Batches of 100 and 1,000 got faster up to 32
+#: to 64 and no faster beyond (docs/performance.md, max_workers sweep): the consumer's CPU per
+#: record is then the bound.
 DEFAULT_MAX_WORKERS: Final = 64
 DEFAULT_MIN_REMAINING_MS: Final = 500
 #: Retry backoff through the visibility timeout: min(max, base * 2**(receives - 1)) s.
@@ -69,6 +70,9 @@ ERROR_MAX_CHARS: Final = 500
 QUARANTINE_ATTR_MESSAGE_ID: Final = "once.original_message_id"
 QUARANTINE_ATTR_REASON: Final = "once.reason"
 QUARANTINE_ATTR_ERROR: Final = "once.error"
+#: On a ``LEASE_EXPIRED`` quarantine only: the fence of the record it failed. A redriven
+#: message counts as reviewed only while the record is still that FAILED one.
+QUARANTINE_ATTR_FENCE: Final = "once.fence"
 #: ``once.reason`` values: why a message was quarantined.
 REASON_INVALID_JSON: Final = "INVALID_JSON"
 REASON_INVALID_ENVELOPE: Final = "INVALID_ENVELOPE"

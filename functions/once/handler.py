@@ -33,6 +33,10 @@ from once.store import RecordStore
 from once.visibility import Visibility
 
 _FROM_ENV: Any = object()
+#: An AWS call that hangs gives up after seconds (botocore waits 60 s), so a slow DynamoDB or
+#: SQS call cannot eat the invocation's time; the standard retries then try again.
+_CONNECT_TIMEOUT_S = 2
+_READ_TIMEOUT_S = 5
 
 
 @dataclass(frozen=True)
@@ -89,8 +93,11 @@ class Handler:
         """Run the next invocations with this record store and/or quarantine.
 
         ``bind()`` with nothing drops what was bound and the built processor: the next
-        invocation builds them again from the configuration and the environment.
+        invocation builds them again from the configuration and the environment. The
+        previous processor's threads end.
         """
+        if self._processor is not None:
+            self._processor.close()
         self._store = store
         self._quarantine = quarantine
         self._processor = None
@@ -149,6 +156,8 @@ class Handler:
             client_config = Config(
                 parameter_validation=False,
                 retries={"mode": "standard", "max_attempts": 3},
+                connect_timeout=_CONNECT_TIMEOUT_S,
+                read_timeout=_READ_TIMEOUT_S,
                 max_pool_connections=max(10, self._max_workers),
             )
             store = self._store
@@ -214,8 +223,23 @@ class Handler:
             )
         publish((METRIC_NAMES[h.outcome], h.takeover) for h in handled)
         if self._visibility is not None:
-            self._visibility.delay(records, handled)
+            self._delay(records, handled, context)
         return BatchResult(tuple(handled))
+
+    def _delay(self, records: list[Any], handled: list[RecordResult], context: Any) -> None:
+        """The backoff, unless the invocation is about to time out: a timeout would lose the
+        batch response and redeliver every record, acknowledged ones included."""
+        assert self._visibility is not None
+        remaining = None if context is None else context.get_remaining_time_in_millis()
+        if remaining is not None and remaining < self._min_remaining_ms:
+            if any(not h.outcome.acknowledged for h in handled):
+                logger.warning(
+                    "visibility change skipped, too little time left: the records come back "
+                    "after the queue's timeout",
+                    extra={"remaining_ms": remaining},
+                )
+            return
+        self._visibility.delay(records, handled)
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
         """The Lambda entry point: the partial batch response of ``handle``."""
@@ -271,15 +295,17 @@ def make_handler(
     over an expired IN_PROGRESS lease (``attempt.takeover``; a downstream fence absorbs it).
     ``"quarantine"`` is for effects that cannot be fenced: such a claim runs nothing, marks
     the record FAILED (``LEASE_EXPIRED``) and sends the message to the DLQ with
-    ``once.reason=LEASE_EXPIRED``; once a person has checked the effect and redriven it, the
-    redriven message runs. A conservatively true takeover (a retried claim, see
+    ``once.reason=LEASE_EXPIRED`` and ``once.fence`` (the record's fence); once a person has
+    checked the effect and redriven it, the redriven message runs, if the record is still
+    that FAILED one. A conservatively true takeover (a retried claim, see
     ``Attempt.takeover``) is quarantined too.
 
     A record reported in ``batchItemFailures`` comes back after
     ``min(backoff_max_s, backoff_base_s * 2**(n-1))`` s, n its ApproximateReceiveCount; a
     BUSY one no later than the holder's lease ends (+1 s). They are set with
     ``ChangeMessageVisibilityBatch`` on the source queue (its URL from ``eventSourceARN``,
-    on the SQS client's endpoint); a change that fails is logged and changes nothing else.
+    on the SQS client's endpoint); a change that fails is logged and changes nothing else,
+    and with less than ``min_remaining_ms`` left it is skipped (logged).
     ``None`` for either turns backoff off: the queue's visibility timeout applies.
     ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
     until its lease has ended, so a live claim never counts as absent.

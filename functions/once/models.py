@@ -64,6 +64,12 @@ METRIC_NAMES: dict[Outcome, str] = {
 }
 
 
+def record_id(prefix: str, key: str) -> str:
+    """A record's partition key: ``<prefix>#<business key>``. The prefix (the service's
+    name) keeps the services that share a table apart."""
+    return f"{prefix}#{key}"
+
+
 @dataclass(frozen=True)
 class Record:
     """One idempotency record, as DynamoDB returned it."""

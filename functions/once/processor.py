@@ -25,7 +25,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once import constants as c
-from once.models import Attempt, Outcome, PermanentError, RecordResult
+from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.payload import (
     BadMessage,
     BodyReader,
@@ -115,6 +115,12 @@ class BatchProcessor:
             )
         return self._pool
 
+    def close(self) -> None:
+        """Let the pool's threads end once idle; work not yet started is cancelled."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     def _read(self, index: int, record: SQSRecord) -> _Item:
         try:
             return _Item(index, record, self._reader.read(record.body), None)
@@ -175,6 +181,7 @@ class BatchProcessor:
                 leader.reason or c.REASON_PERMANENT_ERROR,
                 "follows " + leader.message_id,
                 outcome=leader.outcome,
+                review_fence=leader.fence if leader.outcome is Outcome.LEASE_EXPIRED else None,
             )
         outcome = _FOLLOW.get(leader.outcome, leader.outcome)
         return RecordResult(
@@ -188,10 +195,10 @@ class BatchProcessor:
 
     def _claim_and_run(self, record: SQSRecord, parsed: Parsed, context: Any) -> RecordResult:
         message_id = record.message_id
-        record_id = f"{self._settings.key_prefix}#{parsed.key}"
+        stored_as = record_id(self._settings.key_prefix, parsed.key)
         try:
             claim = self._store.claim(
-                record_id,
+                stored_as,
                 payload_hash=parsed.payload_hash,
                 message_id=message_id,
                 lease_ms=self._lease_ms(context),
@@ -216,10 +223,10 @@ class BatchProcessor:
                 holder_remaining_ms=claim.holder_remaining_ms,
             )
         if self._settings.quarantine_takeovers and must_quarantine_takeover(
-            takeover=claim.takeover, previous=claim.previous, reviewed=_reviewed(record)
+            takeover=claim.takeover, previous=claim.previous, review_fence=_review_fence(record)
         ):
-            return self._quarantine_takeover(record, parsed, record_id, claim)
-        return self._execute(record, parsed, record_id, claim)
+            return self._quarantine_takeover(record, parsed, stored_as, claim)
+        return self._execute(record, parsed, stored_as, claim)
 
     def _quarantine_takeover(
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
@@ -239,6 +246,7 @@ class BatchProcessor:
             outcome=Outcome.LEASE_EXPIRED,
             fence=claim.fence,
             takeover=claim.takeover,
+            review_fence=claim.fence,
         )
 
     def _execute(
@@ -309,11 +317,13 @@ class BatchProcessor:
         outcome: Outcome = Outcome.QUARANTINED,
         fence: int | None = None,
         takeover: bool = False,
+        review_fence: int | None = None,
     ) -> RecordResult:
         """Acknowledge a permanent failure only once its copy is in the DLQ. The outcome
         stays what it was (QUARANTINED, or CONFLICT: its own metric) once the send went
-        through; otherwise the record is FAILED and SQS redelivers it."""
-        sent = self._quarantine.send(record.raw_event, reason, error)
+        through; otherwise the record is FAILED and SQS redelivers it. ``review_fence``:
+        the fence of the record a quarantined takeover failed, which a review must match."""
+        sent = self._quarantine.send(record.raw_event, reason, error, fence=review_fence)
         if not sent:
             outcome = Outcome.FAILED
         return RecordResult(record.message_id, outcome, key, fence, takeover, reason)
@@ -337,13 +347,15 @@ class BatchProcessor:
         )
 
 
-def _reviewed(record: SQSRecord) -> bool:
-    """Redriven from the DLQ after a person reviewed a quarantined takeover."""
-    attributes = record.message_attributes
-    if c.QUARANTINE_ATTR_REASON not in attributes:
-        return False
-    reason = attributes[c.QUARANTINE_ATTR_REASON]
-    return reason is not None and reason.string_value == c.REASON_LEASE_EXPIRED
+def _review_fence(record: SQSRecord) -> int | None:
+    """The fence a person reviewed, on a message redriven from the DLQ after a quarantined
+    takeover (``once.reason=LEASE_EXPIRED`` and ``once.fence``); None on any other."""
+    attributes = record.raw_event.get("messageAttributes") or {}
+    reason = (attributes.get(c.QUARANTINE_ATTR_REASON) or {}).get("stringValue")
+    fence = (attributes.get(c.QUARANTINE_ATTR_FENCE) or {}).get("stringValue") or ""
+    if reason != c.REASON_LEASE_EXPIRED or not (fence.isascii() and fence.isdigit()):
+        return None
+    return int(fence)
 
 
 def _class(error: BaseException) -> str:

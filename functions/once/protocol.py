@@ -73,19 +73,24 @@ def claim_expires_at(now_ms: int, lease_ms: int, retention_s: int) -> int:
     return max(now_ms // 1000 + retention_s, lease_end_s + 1)
 
 
-def must_quarantine_takeover(*, takeover: bool, previous: Record | None, reviewed: bool) -> bool:
+def must_quarantine_takeover(
+    *, takeover: bool, previous: Record | None, review_fence: int | None
+) -> bool:
     """Under ``on_expired_lease="quarantine"``: whether a claim that went through must send
     its message to the DLQ instead of running business code.
 
     A takeover must, and so must a claim of a record that an earlier such quarantine marked
-    FAILED (``LEASE_EXPIRED``) when its DLQ send failed. A message that a person redrove
-    from the DLQ after review (it carries ``once.reason=LEASE_EXPIRED``) runs.
+    FAILED (``LEASE_EXPIRED``), unless the message is the one that quarantine sent to the
+    DLQ and a person redrove after review: ``review_fence`` is its ``once.fence`` (None when
+    it carries no ``once.reason=LEASE_EXPIRED``), and it must equal the FAILED record's
+    fence. A review covers that record only: a takeover is quarantined even for a reviewed
+    message (the reviewed run's own effect may have happened before its invocation died),
+    and an attribute copied or forged onto another message reviews nothing.
     """
-    if reviewed:
-        return False
     unsent = (
         previous is not None
         and previous.status == c.STATUS_FAILED
         and previous.error == c.REASON_LEASE_EXPIRED
     )
-    return takeover or unsent
+    reviewed = unsent and previous is not None and previous.fence == review_fence
+    return takeover or (unsent and not reviewed)

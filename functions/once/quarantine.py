@@ -2,7 +2,8 @@
 ``maxReceiveCount`` redeliveries.
 
 The message keeps its body and as many of its own attributes as SQS allows beside ours
-(the producer's original message id, reason code, short error). It keeps its message
+(the producer's original message id, reason code, short error; for a quarantined takeover,
+the fence of the record it failed). It keeps its message
 group; on a FIFO DLQ its deduplication id is its own message id. The caller acknowledges
 the message only if this send succeeded.
 """
@@ -18,14 +19,21 @@ from once import constants as c
 
 #: SQS allows at most 10 message attributes on a message.
 _MAX_ATTRIBUTES = 10
-_OURS = (c.QUARANTINE_ATTR_MESSAGE_ID, c.QUARANTINE_ATTR_REASON, c.QUARANTINE_ATTR_ERROR)
+#: Ours, kept out of the carried ones: an earlier quarantine's values never survive a new one.
+_OURS = (
+    c.QUARANTINE_ATTR_MESSAGE_ID,
+    c.QUARANTINE_ATTR_REASON,
+    c.QUARANTINE_ATTR_ERROR,
+    c.QUARANTINE_ATTR_FENCE,
+)
 
 
-def _carried_attributes(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The record's own message attributes, in the shape SendMessage takes."""
+def _carried_attributes(record: dict[str, Any], room: int) -> dict[str, dict[str, Any]]:
+    """At most ``room`` of the record's own message attributes, in the shape SendMessage
+    takes."""
     carried: dict[str, dict[str, Any]] = {}
     for name, attribute in (record.get("messageAttributes") or {}).items():
-        if name in _OURS or len(carried) == _MAX_ATTRIBUTES - len(_OURS):
+        if name in _OURS or len(carried) == room:
             continue
         data_type = attribute.get("dataType", "String")
         if attribute.get("stringValue") is not None:
@@ -53,11 +61,14 @@ class Quarantine:
         self._client = client
         self._url = dlq_url
 
-    def send(self, record: dict[str, Any], reason: str, error: str) -> bool:
-        """True when the record is safely in the DLQ; False means: report it failed."""
+    def send(
+        self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
+    ) -> bool:
+        """True when the record is safely in the DLQ; False means: report it failed.
+        ``fence``: the FAILED record's, on a quarantined takeover (``once.fence``)."""
         if not self._url:
             return False
-        attributes = _carried_attributes(record) | {
+        ours = {
             c.QUARANTINE_ATTR_MESSAGE_ID: {
                 "DataType": "String",
                 "StringValue": _original_message_id(record),
@@ -65,6 +76,9 @@ class Quarantine:
             c.QUARANTINE_ATTR_REASON: {"DataType": "String", "StringValue": reason},
             c.QUARANTINE_ATTR_ERROR: {"DataType": "String", "StringValue": error or reason},
         }
+        if fence is not None:
+            ours[c.QUARANTINE_ATTR_FENCE] = {"DataType": "Number", "StringValue": str(fence)}
+        attributes = _carried_attributes(record, _MAX_ATTRIBUTES - len(ours)) | ours
         request: dict[str, Any] = {
             "QueueUrl": self._url,
             "MessageBody": record["body"],

@@ -19,10 +19,11 @@ the consumer's CPU (its Python threads share one GIL, so at most one core), and 
 consumer's and the engine's CPU spread over all cores. Powertools runs records one after the
 other, so its time is ``n`` times one record's.
 
-DynamoDB Local is warmed up first (its JIT compiles the request path in the first few
-thousand calls), so the first consumer measured is not charged for it; the consumers then
-alternate batch by batch, so that drifting load hits both alike. A second table sweeps
-``once``'s ``max_workers`` at the large batch sizes: the data behind its default.
+DynamoDB Local is warmed up first, until its CPU per call stops falling (its JIT compiles
+the request path over the first few thousand calls), so no consumer is charged for it; the
+consumers then alternate batch by batch, so that drifting load hits both alike. A second
+table sweeps ``once``'s ``max_workers`` at the large batch sizes: the data behind its
+default.
 """
 
 from __future__ import annotations
@@ -46,16 +47,19 @@ BUSINESS_MS = 20.0
 CALLS_PER_RECORD = 2
 #: Batch-time goals, once over Powertools, by batch size (one run, DynamoDB Local).
 GOALS = {10: 0.15, 100: 0.10}
+#: Warm-up records per consumer between two readings of the engine's CPU per call.
+WARM_ROUND = 250
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How much a scale measures: batch sizes with their repetitions, warm-up records per
-    consumer, and the ``max_workers`` values swept at the sizes that need more than 10."""
+    """How much a scale measures: batch sizes with their repetitions, the least and the most
+    warm-up records per consumer, and the ``max_workers`` values swept at the large sizes."""
 
     reps: dict[int, int]
-    warm_up: int
+    warm_least: int
+    warm_most: int
     sweep: tuple[int, ...]
     sweep_sizes: tuple[int, ...]
     sweep_reps: int
@@ -63,20 +67,36 @@ class Plan:
 
 def plan(scale: str) -> Plan:
     if scale == "smoke":
-        return Plan({4: 2, 12: 1}, warm_up=20, sweep=(2, 4), sweep_sizes=(12,), sweep_reps=1)
+        return Plan(
+            {4: 2, 12: 1},
+            warm_least=20,
+            warm_most=20,
+            sweep=(2, 4),
+            sweep_sizes=(12,),
+            sweep_reps=1,
+        )
     if scale == "goal":
-        return Plan({10: 20, 100: 5}, warm_up=2000, sweep=(), sweep_sizes=(), sweep_reps=0)
+        return Plan(
+            {10: 20, 100: 5},
+            warm_least=2000,
+            warm_most=8000,
+            sweep=(),
+            sweep_sizes=(),
+            sweep_reps=0,
+        )
     if scale == "quick":
         return Plan(
             {10: 10, 100: 3, 1000: 1},
-            warm_up=1000,
+            warm_least=2000,
+            warm_most=8000,
             sweep=(10, 32, 64),
             sweep_sizes=(100, 1000),
             sweep_reps=1,
         )
     return Plan(
         {10: 20, 100: 5, 1000: 2},
-        warm_up=3000,
+        warm_least=3000,
+        warm_most=10000,
         sweep=(10, 16, 32, 64, 128),
         sweep_sizes=(100, 1000),
         sweep_reps=2,
@@ -164,26 +184,37 @@ def _deliver(handler: Handler, size: int) -> Callable[[], None]:
     return action
 
 
-def warm_up(subjects: Subjects, records: int) -> dict[str, Any]:
-    """Run ``records`` new records through each consumer, no RTT, no business time, in
-    batches of 10: the engine's JIT, the clients, the pools. Returns the mean ms per record
-    of the first and the last tenth, which shows what the warm-up removed."""
+def warm_up(subjects: Subjects, meter: Meter, least: int, most: int) -> dict[str, Any]:
+    """Run new records through both consumers (batches of 10, no RTT, no business time) in
+    rounds of up to ``WARM_ROUND`` records each, until the engine's CPU per call stops
+    falling (a round within 10% of the one before) once ``least`` records have run, or
+    ``most`` have: the engine's JIT, the clients, the pools. Returns the first and the last
+    round's engine CPU per call and ms per record: what the warm-up removed."""
     subjects.wire.latency_ms = 0.0
     handlers = {name: subjects.build(name, business(0)) for name in COMPARED}
-    batches = max(2, records // 10)
-    per_record: dict[str, list[float]] = {name: [] for name in COMPARED}
-    for _ in range(batches):
-        for name, handler in handlers.items():
-            action = _deliver(handler, 10)
-            start = time.perf_counter()
-            action()
-            per_record[name].append((time.perf_counter() - start) * 100)
-    tenth = max(1, batches // 10)
-    return {
-        "records": batches * 10,
-        "first_ms_per_record": {n: statistics.mean(v[:tenth]) for n, v in per_record.items()},
-        "last_ms_per_record": {n: statistics.mean(v[-tenth:]) for n, v in per_record.items()},
-    }
+    size = min(WARM_ROUND, most)
+    rounds: list[dict[str, Any]] = []
+    while True:
+        samples: dict[str, list[dict[str, float]]] = {name: [] for name in COMPARED}
+        for _ in range(max(1, size // 10)):
+            for name, handler in handlers.items():
+                samples[name].append(meter.sample(_deliver(handler, 10)))
+        records = 10 * len(samples["once"])
+        engine = sum(s["engine_cpu_ms"] for v in samples.values() for s in v)
+        rounds.append(
+            {
+                "engine_cpu_ms_per_call": engine / (records * len(COMPARED) * CALLS_PER_RECORD),
+                "ms_per_record": {
+                    n: sum(s["wall_ms"] for s in v) / records for n, v in samples.items()
+                },
+            }
+        )
+        done = records * len(rounds)
+        settled = len(rounds) > 1 and (
+            rounds[-1]["engine_cpu_ms_per_call"] > 0.9 * rounds[-2]["engine_cpu_ms_per_call"]
+        )
+        if done >= most or (done >= least and settled):
+            return {"records": done, "rounds": len(rounds), "first": rounds[0], "last": rounds[-1]}
 
 
 def _summary(samples: list[dict[str, float]], size: int) -> dict[str, Any]:

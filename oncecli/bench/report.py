@@ -349,7 +349,7 @@ BOUNDS = """
   2 cores, so the engine's CPU per call also counts. Powertools runs records one after the
   other: its time is the batch size times one record's (two calls, the business time and
   its CPU), so the ratio tends to the consumer's CPU per record over Powertools' time per
-  record as batches grow, about 0.07 to 0.1 on this machine, whatever `max_workers` is.
+  record as batches grow, whatever `max_workers` is (the "floor / Powertools" column).
 - **Batch latency, DynamoDB Local.** The injected round trip and the business time: Java
   answers an item call in about a millisecond and serves concurrent calls in parallel, so
   `once`'s batch of 10 approaches its floor of claim + business + complete (about
@@ -586,6 +586,15 @@ the moment the workers are warm until all messages are deleted.
             "client-side cost of one record, which a batch of 10 pays ten times under one "
             f"GIL.\n\n```text\n{profile['text'].strip()}\n```"
         )
+        if profile.get("flat"):
+            page.text(
+                "The same samples by function, self time, libraries included: waiting for "
+                "the engine shows as socket calls; nearly all the rest is botocore building, "
+                "signing and parsing requests and urllib3/http.client sending them. That is "
+                "the CPU per record that bounds big batches; `once`'s own code is the lines "
+                "under `once/` and Powertools' logger formats its log line."
+                f"\n\n```text\n{profile['flat'].strip()}\n```"
+            )
     page.text(BOUNDS)
     if any(r.get("batches") for r in runs.values()):
         page.text(DISAGREE)
@@ -687,12 +696,11 @@ def batches_section(page: Page, engine: str, result: dict[str, Any], docs: Path)
     warm = result.get("warm_up")
     warmed = (
         f"DynamoDB Local was warmed up first with {warm['records']:,} new records per "
-        f"consumer (no RTT, no business time): a record took "
-        f"{warm['first_ms_per_record']['once']:.1f} ms (once) and "
-        f"{warm['first_ms_per_record']['powertools']:.1f} ms (Powertools) in the first tenth "
-        f"of it, {warm['last_ms_per_record']['once']:.1f} and "
-        f"{warm['last_ms_per_record']['powertools']:.1f} ms in the last: that is the engine's "
-        "JIT compiling its request path, a cost no consumer should be charged."
+        "consumer (no RTT, no business time), until its CPU per call stopped falling: "
+        f"{warm['first']['engine_cpu_ms_per_call']:.2f} ms of engine CPU per call in the "
+        f"first round of up to {batches.WARM_ROUND} records, "
+        f"{warm['last']['engine_cpu_ms_per_call']:.2f} ms in the last. That is the "
+        "engine's JIT compiling its request path, a cost no consumer should be charged."
         if warm
         else ""
     )
@@ -715,8 +723,9 @@ measured in these very batches.
         f"Big batches, {ENGINE_TITLE[engine]}: batch time and CPU per record",
         BATCH_HEADER,
         batch_rows(first + b["rows"]),
-        note='"engine cold": the same batches on the engine as it started, before the '
-        "warm-up, measured to show what the warm-up removes; not a goal figure."
+        note='"engine cold": the same batches before the engine\'s warm-up (it had only '
+        "served the DynamoDB work section), measured to show what the warm-up removes; not "
+        "a goal figure."
         if cold
         else "",
     )

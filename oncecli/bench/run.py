@@ -30,14 +30,19 @@ def tick(step: str) -> None:
     sys.stderr.flush()
 
 
-def steps(sections: list[str], scale: str) -> int:
+def _warms(engine: str, sections: list[str]) -> bool:
+    """DynamoDB Local's JIT needs a warm-up before anything is timed on it; moto has none."""
+    return engine == "dynamodb-local" and bool({"batches", "latency"} & set(sections))
+
+
+def steps(engine: str, sections: list[str], scale: str) -> int:
     """How many ticks a run emits (for the parent's progress bar)."""
     return (
         (2 if "work" in sections else 0)
         + (1 if "profile" in sections else 0)
         + (batches.steps(scale) if "batches" in sections else 0)
         + (len(latency.matrix(scale)) if "latency" in sections else 0)
-        + (2 if {"batches", "latency"} & set(sections) else 0)
+        + (2 if _warms(engine, sections) else 0)
     )
 
 
@@ -56,16 +61,16 @@ def measure(engine: str, sections: list[str], scale: str) -> dict[str, Any]:
             tick("work: paths")
             results["paths"] = work.paths(subjects, n=4 if scale == "smoke" else 10)
             subjects.wire.capacity_on = False
-        if {"batches", "latency"} & set(sections):
-            # The smallest batch on the engine as it started, then the warm-up every later
-            # figure relies on (the cold row shows what the warm-up is worth).
-            meter = batches.Meter(batches.engine_pid(eng.port))
-            cold_size = min(batches.plan(scale).reps)
+        meter = batches.Meter(batches.engine_pid(eng.port))
+        if _warms(engine, sections):
+            # The smallest batch before the warm-up, then the warm-up every later figure
+            # relies on (the cold row shows what the warm-up is worth).
+            plan = batches.plan(scale)
+            cold_size = min(plan.reps)
             tick(f"cold engine: {cold_size} records")
             results["cold"] = batches.run_size(subjects, meter, cold_size, COLD_REPS)
-            records = batches.plan(scale).warm_up
-            tick(f"warm-up: {records} records per consumer")
-            results["warm_up"] = batches.warm_up(subjects, records)
+            tick(f"warm-up: {plan.warm_least}-{plan.warm_most} records per consumer")
+            results["warm_up"] = batches.warm_up(subjects, meter, plan.warm_least, plan.warm_most)
         if "batches" in sections:
             results["batches"] = batches.run(subjects, meter, scale, tick)
         if "latency" in sections:

@@ -84,4 +84,4 @@ def test_every_scale_measures_the_goal_sizes_it_claims(scale: str) -> None:
     assert set(plan.sweep_sizes) <= set(plan.reps)
     if scale != "smoke":
         assert set(batches.GOALS) <= set(plan.reps)
-        assert plan.warm_up >= 1000
+        assert 1000 <= plan.warm_least <= plan.warm_most

@@ -76,4 +76,6 @@ def test_bench_smoke(tmp_path: Path) -> None:
     swept = {(row["batch"], row["max_workers"]) for row in big["sweep"]}
     plan = batches.plan("smoke")
     assert swept == {(size, w) for size in plan.sweep_sizes for w in plan.sweep}
-    assert data["engines"]["dynamodb-local"]["warm_up"]["records"] >= plan.warm_up
+    warm = data["engines"]["dynamodb-local"]["warm_up"]
+    assert plan.warm_least <= warm["records"] <= plan.warm_most
+    assert warm["first"]["engine_cpu_ms_per_call"] > 0

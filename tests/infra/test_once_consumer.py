@@ -14,7 +14,7 @@ from aws_cdk import assertions
 from once import constants as c
 from once_cdk import permissions
 from once_cdk.monitoring import FAILED_SHARE_MINUTES, FAILED_SHARE_PERCENT
-from once_cdk.settings import VISIBILITY_TIMEOUT_FACTOR
+from once_cdk.settings import VISIBILITY_TIMEOUT_FACTOR, retry_window_s
 
 
 # --- compliance ---------------------------------------------------------------------------
@@ -65,7 +65,7 @@ def test_max_receive_count_is_derived_so_retries_last_five_visibility_timeouts(b
         "Fn::GetAtt": [bare.logical_id(bare.consumer.dlq), "Arn"]
     }
     # 2+4+...+256 = 510 s after 8 receives, 810 s after 9, 1110 s after 10 >= 5 x 180 s.
-    assert settings.retry_window_s == 1110 >= 5 * 180
+    assert retry_window_s(settings.receive_count) == 1110 >= 5 * 180
 
 
 def test_dlq_keeps_messages_14_days_longer_than_the_queue_and_has_no_dlq_itself(bare):

@@ -30,6 +30,13 @@ def test_backoff_doubles_from_two_seconds_up_to_five_minutes(receive_count, back
     assert (c.DEFAULT_BACKOFF_BASE_S, c.DEFAULT_BACKOFF_MAX_S) == (2, 300)
 
 
+def test_the_backoff_is_the_runtimes_and_refuses_what_the_runtime_refuses():
+    assert [backoff_s(n, 3, 50) for n in (1, 2, 3, 4, 5)] == [3, 6, 12, 24, 48]
+    assert backoff_s(10**6) == c.DEFAULT_BACKOFF_MAX_S  # no integer of a million bits
+    with pytest.raises(ValueError, match="backoff_base_s"):
+        backoff_s(1, 0, 300)
+
+
 @pytest.mark.parametrize(("receives", "window"), [(1, 2), (5, 62), (8, 510), (9, 810), (10, 1110)])
 def test_retry_window_is_the_sum_of_the_backoffs(receives, window):
     assert retry_window_s(receives) == window
@@ -64,7 +71,7 @@ def test_settings_derive_visibility_timeout_and_receives(timeout_s, window_s, vi
     derived = settings(timeout_s=timeout_s, batching_window_s=window_s, batch_size=10)
     assert derived.visibility_timeout_s == visibility == 6 * timeout_s + window_s
     assert derived.receive_count == receives
-    assert derived.retry_window_s >= 5 * visibility
+    assert retry_window_s(derived.receive_count) >= 5 * visibility
     assert derived.oldest_message_alarm_s == receives * visibility
 
 

@@ -262,3 +262,32 @@ def test_a_record_without_a_readable_receive_count_waits_as_a_first_receive(
 
     assert len(failed_ids(handler(event, None))) == 2
     assert [e["VisibilityTimeout"] for e in sent[0]["Entries"]] == [2, 2]
+
+
+def test_no_visibility_change_is_sent_when_the_invocation_is_about_to_time_out(
+    aws, once_handler, context, caplog
+) -> None:
+    event = received(aws, "orders", ['{"orderId": "o-1", "fail": true}'])
+    ran: list[bool] = []
+
+    def slow_failure(body: Any, attempt: Any) -> None:
+        ran.append(True)  # business code used up the invocation's time, then failed
+        raise RuntimeError("downstream unavailable")
+
+    handler = once_handler(slow_failure, min_remaining_ms=500)
+    sent = changes(handler)
+
+    response = handler(event, context(lambda: 300 if ran else 60_000))
+
+    assert failed_ids(response) == message_ids(event)  # still reported: SQS redelivers
+    assert sent == []
+    assert any("visibility change skipped" in r.getMessage() for r in caplog.records)
+
+
+def test_the_runtimes_aws_calls_give_up_after_seconds_not_a_minute(aws, once_handler) -> None:
+    handler = once_handler(fail_some)
+    for client in (handler.processor._store._client, handler.processor._quarantine._client):
+        config = client.meta.config
+        assert config.connect_timeout <= 5
+        assert config.read_timeout <= 5
+        assert config.retries["mode"] == "standard"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from decimal import Decimal
 from typing import Any
 
@@ -195,9 +196,11 @@ def test_a_bound_store_and_quarantine_replace_the_configured_ones_until_unbound(
     sent: list[str] = []
 
     class Counting(Quarantine):
-        def send(self, record: dict[str, Any], reason: str, error: str) -> bool:
+        def send(
+            self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
+        ) -> bool:
             sent.append(reason)
-            return super().send(record, reason, error)
+            return super().send(record, reason, error, fence=fence)
 
     handler.bind(store=Recording(aws.dynamodb, TABLE), quarantine=Counting(aws.sqs, aws.dlq_url))
     assert handler(sqs_event([{"orderId": "o-1"}, "not json"]), None) == {"batchItemFailures": []}
@@ -260,3 +263,23 @@ def test_a_retention_from_the_environment_that_is_not_positive_is_a_clear_error(
     with pytest.raises(ValueError, match=c.ENV_RETENTION_S):
         handler(sqs_event([{"orderId": "o-1"}]), None)
     assert spy.calls == []
+
+
+def test_rebinding_a_handler_shuts_down_the_threads_of_its_previous_processor(
+    aws, once_handler, spy, sqs_event
+) -> None:
+    def workers() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("once_")]
+
+    before = len(workers())
+    handler = once_handler(spy)
+    held = []  # a processor still referenced (by a test, say) is not garbage-collected
+    for round_ in range(5):
+        handler.bind(store=RecordStore(aws.dynamodb, TABLE))
+        handler(sqs_event([{"orderId": f"o-{round_}-{i}"} for i in range(3)]), None)
+        held.append(handler.processor)
+
+    deadline = time.monotonic() + 5
+    while len(workers()) - before > 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(workers()) - before <= 3  # the last processor's threads only

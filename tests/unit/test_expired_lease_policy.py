@@ -59,7 +59,21 @@ def test_a_quarantined_takeover_runs_nothing_and_its_message_goes_to_the_dlq(
     attributes = {k: v["StringValue"] for k, v in dead["MessageAttributes"].items()}
     assert attributes[c.QUARANTINE_ATTR_REASON] == c.REASON_LEASE_EXPIRED
     assert attributes[c.QUARANTINE_ATTR_MESSAGE_ID] == message_ids(event)[0]
+    assert attributes[c.QUARANTINE_ATTR_FENCE] == "2"  # the fence of the FAILED record
     assert emf(capsys.readouterr().out) == {c.METRIC_LEASE_EXPIRED: 1, c.METRIC_TAKEOVER: 1}
+
+
+def test_a_quarantined_takeover_keeps_its_fence_within_the_ten_attributes_sqs_allows(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    crashed_mid_flight(aws, clock)
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+    own = {f"a{i}": {"stringValue": str(i), "dataType": "String"} for i in range(10)}
+
+    assert outcomes(handler, sqs_event([ORDER], message_attributes=own)) == [Outcome.LEASE_EXPIRED]
+    [dead] = aws.dlq()
+    assert len(dead["MessageAttributes"]) == 10
+    assert dead["MessageAttributes"][c.QUARANTINE_ATTR_FENCE]["StringValue"] == "2"
 
 
 def test_a_redrive_after_a_quarantined_takeover_runs_once(
@@ -80,6 +94,34 @@ def test_a_redrive_after_a_quarantined_takeover_runs_once(
     assert aws.record("o-1")["status"] == c.STATUS_COMPLETED
 
 
+class Killed(BaseException):
+    """Lambda killing the invocation: nothing of it runs after this."""
+
+
+def test_a_reviewed_redrive_that_dies_after_its_effect_is_quarantined_again_not_run(
+    aws, once_handler, sqs_event, clock
+) -> None:
+    fences: list[int] = []
+
+    def ship(body: Any, attempt: Any) -> dict[str, bool]:
+        fences.append(attempt.fence)
+        raise Killed  # the effect happened; the invocation died before its finalize
+
+    crashed_mid_flight(aws, clock)
+    handler = once_handler(ship, clock=clock, on_expired_lease="quarantine")
+    assert outcomes(handler, sqs_event([ORDER])) == [Outcome.LEASE_EXPIRED]
+    [dead] = aws.dlq()
+    again = redriven(dead, sqs_event)  # a person reviewed the first takeover
+    with pytest.raises(Killed):
+        handler(again, None)
+    clock.advance(c.DEFAULT_LOCK_TIMEOUT_S + 1)  # the dead invocation's lease runs out
+
+    # SQS redelivers the redriven message, its attributes unchanged: a new takeover
+    assert outcomes(handler, again) == [Outcome.LEASE_EXPIRED]
+    assert fences == [3]
+    assert aws.record("o-1")["error"] == c.REASON_LEASE_EXPIRED
+
+
 def test_a_redelivery_after_a_failed_quarantine_is_quarantined_again_not_run(
     aws, once_handler, spy, sqs_event, clock
 ) -> None:
@@ -94,6 +136,40 @@ def test_a_redelivery_after_a_failed_quarantine_is_quarantined_again_not_run(
     assert outcomes(handler, event) == [Outcome.LEASE_EXPIRED]
     assert spy.calls == []
     assert len(aws.dlq()) == 1
+
+
+def forged(fence: int) -> dict[str, dict[str, str]]:
+    """The attributes of a reviewed redrive, set by a producer on a message of its own."""
+    return {
+        c.QUARANTINE_ATTR_REASON: {"stringValue": c.REASON_LEASE_EXPIRED, "dataType": "String"},
+        c.QUARANTINE_ATTR_FENCE: {"stringValue": str(fence), "dataType": "Number"},
+    }
+
+
+def test_a_forged_review_on_a_fresh_message_runs_nothing_unreviewed(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    crashed_mid_flight(aws, clock)  # IN_PROGRESS at fence 1, no quarantine, no review
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+
+    event = sqs_event([ORDER], message_attributes=forged(1))
+    assert outcomes(handler, event) == [Outcome.LEASE_EXPIRED]
+    assert spy.calls == []
+    [dead] = aws.dlq()
+    assert dead["MessageAttributes"][c.QUARANTINE_ATTR_FENCE]["StringValue"] == "2"
+
+
+def test_a_review_of_another_quarantine_of_the_key_does_not_count(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    crashed_mid_flight(aws, clock)
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+    assert outcomes(handler, sqs_event([ORDER])) == [Outcome.LEASE_EXPIRED]  # FAILED, fence 2
+
+    stale = sqs_event([ORDER], message_attributes=forged(1))  # reviewed some other record
+    assert outcomes(handler, stale) == [Outcome.LEASE_EXPIRED]
+    assert spy.calls == []
+    assert aws.record("o-1")["fence"] == 3
 
 
 def test_copies_in_the_batch_of_a_quarantined_takeover_are_quarantined_too(
@@ -127,27 +203,38 @@ def _previous(status: str, error: str | None = None) -> Record:
 
 
 @pytest.mark.parametrize(
-    ("takeover", "previous", "reviewed", "expected"),
+    ("takeover", "previous", "review_fence", "expected"),
     [
-        (True, _previous(c.STATUS_IN_PROGRESS), False, True),  # a lease expired mid-flight
-        (True, _previous(c.STATUS_IN_PROGRESS), True, False),  # a person redrove it
-        (False, None, False, False),  # a new key
-        (False, _previous(c.STATUS_FAILED, "RuntimeError"), False, False),  # a retry
+        (True, _previous(c.STATUS_IN_PROGRESS), None, True),  # a lease expired mid-flight
+        # a reviewed redrive's own claim expired mid-flight: its effect may have run
+        (True, _previous(c.STATUS_IN_PROGRESS), 2, True),
+        (False, None, None, False),  # a new key
+        (False, None, 2, False),  # a new key, with a review of nothing: nothing to quarantine
+        (False, _previous(c.STATUS_FAILED, "RuntimeError"), None, False),  # a retry
+        (False, _previous(c.STATUS_FAILED, "RuntimeError"), 2, False),
         # FAILED by an earlier quarantine whose DLQ send failed: still unreviewed
-        (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), False, True),
-        (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), True, False),
+        (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), None, True),
+        # the message quarantined with this record's fence, redriven by a person
+        (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), 2, False),
+        # a review of an older quarantine of the key (or a forged one)
+        (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), 1, True),
     ],
     ids=[
         "takeover",
-        "reviewed-takeover",
+        "takeover-of-a-reviewed-redrive",
         "new-key",
+        "new-key-with-a-review",
         "retry-after-failure",
+        "retry-after-failure-with-a-review",
         "unsent-quarantine",
         "reviewed-redrive",
+        "review-of-another-fence",
     ],
 )
 def test_which_claims_a_quarantine_policy_sends_to_the_dlq(
-    takeover: bool, previous: Record | None, reviewed: bool, expected: bool
+    takeover: bool, previous: Record | None, review_fence: int | None, expected: bool
 ) -> None:
-    verdict = must_quarantine_takeover(takeover=takeover, previous=previous, reviewed=reviewed)
+    verdict = must_quarantine_takeover(
+        takeover=takeover, previous=previous, review_fence=review_fence
+    )
     assert verdict is expected

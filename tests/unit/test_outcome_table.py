@@ -10,7 +10,7 @@ import pytest
 
 from once import PermanentError
 from once import constants as c
-from once.models import Outcome
+from once.models import Outcome, record_id
 from once.payload import canonical_json, sha256
 from once.protocol import claim_expires_at
 from once.store import Claimed, RecordStore
@@ -25,7 +25,7 @@ def claim_elsewhere(
     """Another invocation claims the key directly on the table."""
     store = RecordStore(aws.dynamodb, TABLE, **({"clock": clock} if clock else {}))
     claim = store.claim(
-        f"test#{body['orderId']}",
+        record_id("test", body["orderId"]),
         payload_hash=sha256(canonical_json(body)),
         message_id="elsewhere",
         lease_ms=lease_ms,
@@ -349,3 +349,13 @@ def test_an_integer_key_and_its_decimal_string_are_one_business_key(
         Outcome.DUPLICATE,
     ]
     assert len(spy.calls) == 2
+
+
+def test_a_record_is_stored_under_the_prefix_and_the_business_key(
+    aws, once_handler, spy, sqs_event
+) -> None:
+    once_handler(spy)(sqs_event([{"orderId": 7}]), None)  # the integer 7 is the key "7"
+
+    assert record_id("test", "7") == "test#7"
+    [stored] = aws.records()
+    assert stored[c.ATTR_ID] == record_id("test", "7")

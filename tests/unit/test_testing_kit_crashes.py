@@ -138,12 +138,17 @@ def test_nothing_of_a_killed_invocation_reaches_dynamodb_or_the_dlq_after_the_ki
     """A FIFO group runs in order: the first record dies, the rest of the batch (another
     key, and a malformed message that would be quarantined) never happens."""
     handler = make_handler(business, key="orderId", key_prefix=PREFIX)
-    dynamodb, sqs = count_calls(once_env.dynamodb), count_calls(once_env.sqs, "before-send.sqs")
+    dynamodb = count_calls(once_env.dynamodb)
+    quarantined: list[str] = []
+    once_env.sqs.meta.events.register(
+        "provide-client-params.sqs.SendMessage",
+        lambda params, **_: quarantined.append(params["QueueUrl"]),
+    )
 
     once_env.deliver(handler, [ORDER, {"orderId": "o-2"}, "not json"], crash=crash, fifo_group="g")
 
     assert dynamodb.count == {"UpdateItem": updates}
-    assert sqs.count["SendMessage"] == 0
+    assert once_env.dlq_url not in quarantined
     assert stored(once_env, "o-2") is None
     assert once_env.dlq_messages() == []
     assert [key for key, _, _ in business.runs] == ([] if crash == "after_claim" else ["o-1"])
@@ -210,3 +215,47 @@ def test_an_unknown_crash_point_is_refused_before_anything_runs(once_env, handle
     with pytest.raises(ValueError, match="after_claim, after_process, before_finalize"):
         once_env.deliver(handler, [ORDER], crash="during_process")
     assert stored(once_env, "o-1") is None
+
+
+def test_deliver_returns_only_once_no_call_of_the_killed_invocation_is_in_flight(
+    once_env,
+) -> None:
+    """The first claim back kills the invocation; the claims of the other keys were on the
+    wire then and land, as they would in DynamoDB, but before deliver returns."""
+
+    def slow_claims(request: Any, **_: Any) -> None:
+        update = json.loads(request.body)
+        if "ADD #fence" in update.get("UpdateExpression", ""):
+            first = update["Key"][c.ATTR_ID]["S"].endswith("#o-0")
+            time.sleep(0.05 if first else 0.3)
+
+    once_env.dynamodb.meta.events.register("before-send.dynamodb.UpdateItem", slow_claims)
+    handler = make_handler(Business(), key="orderId", key_prefix=PREFIX)
+    keys = [f"o-{i}" for i in range(6)]
+
+    once_env.deliver(handler, [{"orderId": k} for k in keys], crash="after_claim")
+
+    landed = [k for k in keys if stored(once_env, k) is not None]
+    time.sleep(0.5)
+    assert [k for k in keys if stored(once_env, k) is not None] == landed
+    assert len(landed) > 1  # the test saw claims on the wire at the kill
+
+
+def test_a_quarantined_takeover_is_no_place_to_crash_after_the_business_code(
+    once_env, business
+) -> None:
+    """Under on_expired_lease="quarantine" a takeover runs no business code: after_process
+    does not fire there (its FAILED write and DLQ send go through), so it is never reached."""
+    handler = make_handler(
+        business, key="orderId", key_prefix=PREFIX, on_expired_lease="quarantine"
+    )
+    once_env.deliver(handler, [ORDER], crash="after_claim")
+    once_env.expire_leases()
+
+    with pytest.raises(AssertionError, match="never reached"):
+        once_env.deliver(handler, [ORDER], crash="after_process")
+    assert business.runs == []
+    record = once_env.record("o-1")
+    assert record is not None
+    assert (record.status, record.error) == (c.STATUS_FAILED, c.REASON_LEASE_EXPIRED)
+    assert [m.reason for m in once_env.dlq_messages()] == [c.REASON_LEASE_EXPIRED]

@@ -318,3 +318,31 @@ def test_a_handler_with_a_dlq_that_does_not_exist_reports_the_record_failed(
     assert delivery.outcomes == ["failed"]  # not acknowledged: nothing is lost
     assert delivery.batch_item_failures == delivery.message_ids
     assert once_env.dlq_messages() == []
+
+
+def test_messages_are_real_messages_of_the_source_queue(once_env, handler, caplog) -> None:
+    """Real message ids and receipt handles: the retry backoff's visibility change is
+    accepted by the queue, and an acknowledged message is deleted from it."""
+    sent: list[Any] = []
+
+    def record_response(parsed: Any, **_: Any) -> None:
+        sent.append(parsed)
+
+    failing = {"orderId": "o-2", "fail": True}
+    with caplog.at_level(logging.WARNING):
+        first = once_env.deliver(handler, [failing, ORDER])
+        handler._visibility._client.meta.events.register(
+            "after-call.sqs.ChangeMessageVisibilityBatch", record_response
+        )
+        again = once_env.deliver(handler, [failing])
+
+    assert first.outcomes == ["failed", "processed"]
+    assert again.message_ids == first.message_ids[:1]
+    assert [r.getMessage() for r in caplog.records if "visibility" in r.getMessage()] == []
+    [response] = sent
+    assert response.get("Failed", []) == [] and len(response["Successful"]) == 1
+    url = once_env.sqs.get_queue_url(QueueName="once-source")["QueueUrl"]
+    counts = once_env.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])
+    # o-1 was acknowledged and deleted; o-2 is the one message left, in flight
+    assert counts["Attributes"]["ApproximateNumberOfMessages"] == "0"
+    assert counts["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "1"

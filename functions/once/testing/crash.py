@@ -16,6 +16,10 @@ The three points, and the record each one leaves (DynamoDB's state, nothing simu
   invocation died before sending the finalize. ``IN_PROGRESS`` under the dead owner's lease;
   after the lease a takeover runs the business code *again*, with the next fence: only
   what it carries downstream (``attempt.key``, ``attempt.fence``) keeps the effect single.
+  It never fires where no business code ran: a takeover quarantined under
+  ``on_expired_lease="quarantine"`` writes its FAILED record and sends its message as
+  usual (crash that path ``after_claim``, or ``before_finalize``: record FAILED, message
+  neither sent to the DLQ nor acknowledged).
 - ``before_finalize``: the finalize was on the wire when the invocation died: DynamoDB applied
   it (``COMPLETED`` with the result, or ``FAILED``) but the invocation never learnt it and
   never returned its batch response. Nothing is acknowledged, so SQS redelivers a message
@@ -25,9 +29,11 @@ The three points, and the record each one leaves (DynamoDB's state, nothing simu
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from once import constants as c
 from once.models import Record
 from once.quarantine import Quarantine
 from once.store import Claimed, RecordStore, Rejected
@@ -57,9 +63,10 @@ def check_crash_point(crash: str | None) -> None:
 class KillSwitch:
     """The fate of one invocation: the point where it dies, and whether it has died.
 
-    It also counts the records whose business code is running, so that once the invocation
-    is dead the caller can wait for those threads to reach their next (refused) step instead
-    of returning while business code of a dead invocation still runs.
+    It also counts the records whose business code is running and the store and quarantine
+    calls on the wire, so that once the invocation is dead the caller can wait for those
+    threads to reach their next (refused) step instead of returning while business code or
+    a write of a dead invocation is still under way.
     """
 
     def __init__(self, point: str | None) -> None:
@@ -68,11 +75,26 @@ class KillSwitch:
         self.killed_at: str | None = None
         self._state = threading.Condition()
         self._running = 0
+        self._calls = 0
 
     def check(self) -> None:
         """Refuse the call if the invocation is dead."""
         with self._state:
             self._refuse_if_dead()
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """A store or quarantine call: refused if the invocation is dead, counted while it
+        is on the wire (a call already sent when the invocation dies lands)."""
+        with self._state:
+            self._refuse_if_dead()
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._calls -= 1
+                self._state.notify_all()
 
     def reached(self, point: str) -> None:
         """The invocation is at ``point``: it dies here if that is its crash point."""
@@ -98,10 +120,11 @@ class KillSwitch:
             self._running -= 1
             self._state.notify_all()
 
-    def wait_for_business_code(self, timeout_s: float) -> bool:
-        """After a kill: wait until no business code of this invocation still runs."""
+    def wait_for_the_dead(self, timeout_s: float) -> bool:
+        """After a kill: wait until no business code and no store or quarantine call of
+        this invocation is under way."""
         with self._state:
-            return self._state.wait_for(lambda: self._running == 0, timeout_s)
+            return self._state.wait_for(lambda: self._running == 0 and self._calls == 0, timeout_s)
 
     def _refuse_if_dead(self) -> None:
         if self.killed_at is not None:
@@ -126,10 +149,10 @@ class CrashingStore(RecordStore):
     def claim(
         self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
     ) -> Claimed | Rejected:
-        self._switch.check()
-        claimed = super().claim(
-            record_id, payload_hash=payload_hash, message_id=message_id, lease_ms=lease_ms
-        )
+        with self._switch.call():
+            claimed = super().claim(
+                record_id, payload_hash=payload_hash, message_id=message_id, lease_ms=lease_ms
+            )
         if isinstance(claimed, Claimed):
             self._switch.business_starts()
         else:
@@ -140,11 +163,13 @@ class CrashingStore(RecordStore):
         return self._finalize_or_die(super().complete, record_id, claim, result)
 
     def fail(self, record_id: str, claim: Claimed, error: str) -> bool:
-        return self._finalize_or_die(super().fail, record_id, claim, error)
+        # The fail of a quarantined takeover (error LEASE_EXPIRED) follows no business code.
+        ran = error != c.REASON_LEASE_EXPIRED
+        return self._finalize_or_die(super().fail, record_id, claim, error, business_ran=ran)
 
     def get(self, record_id: str) -> Record | None:
-        self._switch.check()
-        return super().get(record_id)
+        with self._switch.call():
+            return super().get(record_id)
 
     def _finalize_or_die(
         self,
@@ -152,10 +177,14 @@ class CrashingStore(RecordStore):
         record_id: str,
         claim: Claimed,
         value: str,
+        *,
+        business_ran: bool = True,
     ) -> bool:
         self._switch.business_ended()
-        self._switch.reached(AFTER_PROCESS)
-        written = write(record_id, claim, value)
+        if business_ran:
+            self._switch.reached(AFTER_PROCESS)
+        with self._switch.call():
+            written = write(record_id, claim, value)
         self._switch.reached(BEFORE_FINALIZE)
         return written
 
@@ -167,8 +196,10 @@ class CrashingQuarantine(Quarantine):
         super().__init__(client, dlq_url)
         self._switch = switch
 
-    def send(self, record: dict[str, Any], reason: str, error: str) -> bool:
-        self._switch.check()
-        sent = super().send(record, reason, error)
+    def send(
+        self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
+    ) -> bool:
+        with self._switch.call():
+            sent = super().send(record, reason, error, fence=fence)
         self._switch.check()
         return sent

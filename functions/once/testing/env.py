@@ -1,4 +1,4 @@
-"""``OnceEnv``: an idempotency table, a DLQ and a source queue on in-process moto, a clock,
+"""``OnceEnv``: an idempotency table, a DLQ and source queues on in-process moto, a clock,
 and ``deliver``, which runs a handler the way Lambda and SQS would, crashes included.
 
 The environment enters ``moto.mock_aws`` whether or not a mock is already active: moto
@@ -29,7 +29,7 @@ from botocore.exceptions import ClientError
 
 from once import constants as c
 from once.handler import Handler
-from once.models import BatchResult, Outcome, Record, RecordResult
+from once.models import BatchResult, Outcome, Record, RecordResult, record_id
 from once.store import RecordStore
 from once.testing.crash import (
     CrashingQuarantine,
@@ -303,9 +303,9 @@ class OnceEnv:
         try:
             result = handler.handle(event, context)
         except InvocationKilled:
-            if not binding.switch.wait_for_business_code(self.timeout_s):
+            if not binding.switch.wait_for_the_dead(self.timeout_s):
                 raise RuntimeError(
-                    f"business code of the killed invocation still runs after "
+                    f"business code or an AWS call of the killed invocation still runs after "
                     f"{self.timeout_s} s; it should end when Lambda's timeout would"
                 ) from None
             queue.settle(batch, set())
@@ -367,7 +367,7 @@ class OnceEnv:
         protocol still sees it). ``handler`` names the key prefix and table when the test
         delivered to handlers of several services."""
         table, prefix = self._naming(handler)
-        return RecordStore(self.dynamodb, table, clock=self.clock).get(f"{prefix}#{key}")
+        return RecordStore(self.dynamodb, table, clock=self.clock).get(record_id(prefix, str(key)))
 
     def dlq_messages(self) -> list[Quarantined]:
         """Every message quarantined so far, oldest first; reading leaves them in the DLQ."""
@@ -431,7 +431,9 @@ class OnceEnv:
         if name not in self._queues:
             url = self._create_queue(name)
             arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
-            self._queues[name] = SourceQueue(arn["Attributes"]["QueueArn"], self.clock)
+            self._queues[name] = SourceQueue(
+                self.sqs, url, arn["Attributes"]["QueueArn"], self.clock
+            )
         return self._queues[name]
 
     def _create_queue(self, name: str) -> str:
