@@ -2,8 +2,9 @@
 
 Why a module: the local cloud, the demo, the harness, the benchmarks and the commands that
 operate a stack all reach SQS and DynamoDB, on the local engines or on AWS. The local
-engines' region, account and credentials, the clients built for them, a queue's depth,
-a table scan, and the idempotency record's key live here.
+engines' region, account and credentials, the clients built for them, a queue's depth and
+a table scan live here; so does the idempotency record's key, re-exported from the runtime
+(``once.models.record_id``) so that the tooling and the function build it the same way.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+
+# The idempotency record's partition key is the runtime's, re-exported for the tooling.
+from once.models import record_id as record_id
 
 #: The environment variable that names the stack the commands operate on (``--stack``).
 STACK_ENV = "ONCE_STACK"
@@ -87,8 +91,3 @@ def create_table(ddb: Any, name: str, key: str = "id") -> None:
         KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
     )
-
-
-def record_id(prefix: str, key: str) -> str:
-    """The idempotency record's partition key for a business key: ``<prefix>#<key>``."""
-    return f"{prefix}#{key}"
