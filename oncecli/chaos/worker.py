@@ -19,6 +19,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from once import constants as c
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_env
 from oncecli.chaos.probe import History, Probe
 from oncecli.chaos.retrytimes import NOT_DONE
@@ -83,7 +84,7 @@ def _handler(spec: WorkerSpec, process: Any) -> Any:
             key_prefix="payments",
             lease_margin_s=1,
             # once-nobackoff: failed and BUSY records wait for the queue's visibility timeout.
-            **({"backoff_base_s": None} if spec.impl == "once-nobackoff" else {}),
+            backoff_base_s=None if spec.impl == "once-nobackoff" else c.DEFAULT_BACKOFF_BASE_S,
         )
         if spec.impl == "once-unfenced":
             import boto3
