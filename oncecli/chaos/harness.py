@@ -23,12 +23,12 @@ from typing import Any
 
 from oncecli import redrive
 from oncecli.aws import create_table, local_client, queue_depth
-from oncecli.chaos import invariants
+from oncecli.chaos import invariants, retrytimes
 from oncecli.chaos.traffic import HID, Workload, build
 from oncecli.chaos.worker import WorkerSpec, run
 from oncecli.ledger import read_ledger
 
-IMPLEMENTATIONS = ("once", "powertools", "naive")
+IMPLEMENTATIONS = ("once", "once-nobackoff", "powertools", "naive")
 #: A Lambda function timeout short enough for leases to run out within a run.
 TIMEOUT_S = 3.0
 VISIBILITY_S = 5
@@ -38,6 +38,7 @@ MAX_SKEW_S = 0.4  # within once's 1 s lease margin
 BACKLOG = 300  # messages kept in the queue while the producer feeds it
 TTL_ATTRIBUTES = {
     "once": "expires_at",
+    "once-nobackoff": "expires_at",
     "once-unfenced": "expires_at",
     "powertools": "expiration",
     "naive": "expires_at",
@@ -64,6 +65,8 @@ class Run:
     violations: dict[str, int] = field(default_factory=dict)
     faults: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: once only: time from a BUSY or failed delivery to the message done (``retrytimes``).
+    to_completion: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +77,7 @@ class Run:
             "violations": self.violations,
             "faults": self.faults,
             "seconds": round(self.seconds, 1),
+            "to_completion": self.to_completion,
         }
 
 
@@ -278,8 +282,20 @@ def run_consumer(
     for e in history:
         if e["e"] == "fault":
             faults[e["kind"]] = faults.get(e["kind"], 0) + 1
+    if impl.startswith("once"):
+        result.to_completion = _to_completion(history)
     result.faults = faults | extra | {f"workload_{k}": v for k, v in work.counts().items()}
     return result
+
+
+def _to_completion(history: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """From each message's first BUSY/failed delivery to its ack (once's outcomes only)."""
+    marks = [
+        retrytimes.Mark(e["hid"], e["t"] / 1e9, e["kind"] if e["e"] == "retry" else retrytimes.DONE)
+        for e in history
+        if e["e"] in ("retry", "ack") and e.get("hid")
+    ]
+    return retrytimes.summarize(marks)
 
 
 def _final_state(

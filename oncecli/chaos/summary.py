@@ -1,7 +1,10 @@
 """The harness's report: a table per consumer, the JSON document, and the PNG plot.
 
 The JSON is ``{"implementations": {"once": {...}, "powertools": {...}, "naive": {...}}}``,
-each with ``deliveries``, ``executions``, ``lost`` and ``violations``.
+each with ``deliveries``, ``executions``, ``lost`` and ``violations``, and for once's
+consumers ``to_completion``: per ``busy`` and ``failed``, the ``count`` of messages timed
+from their first such delivery to their ack, ``median_s``, ``p90_s`` and ``unfinished``
+(never acked: in the DLQ).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from rich.table import Table
 
 from oncecli.chaos.harness import Run
 from oncecli.chaos.invariants import INVARIANTS
+from oncecli.chaos.retrytimes import NOT_DONE
 
 #: Faults after which business code may legitimately run again (the effect happened, the
 #: record did not learn it): the price the ledger's own fence absorbs.
@@ -41,10 +45,23 @@ def table(runs: list[Run]) -> Table:
     rows += [(name, [r.violations.get(name, 0) for r in runs]) for name in INVARIANTS]
     rows.append(("total violations", [sum(r.violations.values()) for r in runs]))
     rows.append(("run time (s)", [f"{r.seconds:.0f}" for r in runs]))
+    for kind in NOT_DONE:
+        label = "BUSY" if kind == "busy" else kind
+        rows.append((f"{label} delivery to done: median s (n)", [_wait(r, kind) for r in runs]))
     for label, values in rows:
         style = "bold" if label == "total violations" else None
         out.add_row(label, *[_cell(v, label) for v in values], style=style)
     return out
+
+
+def _wait(run: Run, kind: str) -> str:
+    """``median (count)`` of a once consumer's retry times; ``-`` for the others."""
+    found = run.to_completion.get(kind)
+    if not found:
+        return "-"
+    if found["median_s"] is None:
+        return f"- ({found['count']})"
+    return f"{found['median_s']:.1f} ({found['count']})"
 
 
 def faults_table(runs: list[Run]) -> Table:

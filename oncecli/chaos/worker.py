@@ -19,8 +19,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from once import constants as c
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_env
 from oncecli.chaos.probe import History, Probe
+from oncecli.chaos.retrytimes import NOT_DONE
 from oncecli.chaos.traffic import HID
 from oncecli.localcloud.batchrules import decide
 from oncecli.localcloud.invocation import LambdaContext
@@ -31,7 +33,7 @@ from oncecli.localcloud.mapping import event_record
 class WorkerSpec:
     """Everything a worker process needs; plain data, so it crosses a spawn."""
 
-    impl: str  # once, once-unfenced, powertools, naive
+    impl: str  # once, once-nobackoff, once-unfenced, powertools, naive
     worker: str
     seed: int
     sqs_endpoint: str
@@ -81,6 +83,8 @@ def _handler(spec: WorkerSpec, process: Any) -> Any:
             dlq_url=spec.dlq_url,
             key_prefix="payments",
             lease_margin_s=1,
+            # once-nobackoff: failed and BUSY records wait for the queue's visibility timeout.
+            backoff_base_s=None if spec.impl == "once-nobackoff" else c.DEFAULT_BACKOFF_BASE_S,
         )
         if spec.impl == "once-unfenced":
             import boto3
@@ -156,13 +160,22 @@ def _invoke(
     queue_arn = f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
     event = {"Records": [event_record(m, queue_arn, LOCAL_REGION) for m in messages]}
     context = LambdaContext.starting_now(spec.impl, spec.timeout_s, memory_mb=256)
+    by_id = {m["MessageId"]: m for m in messages}
     try:
-        response, error = handler(event, context), None
+        if spec.impl.startswith("once"):
+            # once says how each record ended; a BUSY or FAILED one (Outcome "busy",
+            # "failed") starts a retry time (``retrytimes``), its ack ends it.
+            handled = handler.handle(event, context)
+            response, error = handled.response, None
+            for end in handled.records:
+                if end.outcome in NOT_DONE:
+                    history.add("retry", hid=_hid(by_id[end.message_id]), kind=str(end.outcome))
+        else:
+            response, error = handler(event, context), None
         response = json.loads(json.dumps(response))
     except Exception as raised:
         response, error = None, type(raised).__name__
     decision = decide([m["MessageId"] for m in messages], response, error=error)
-    by_id = {m["MessageId"]: m for m in messages}
     for message_id in decision.delete:
         message = by_id[message_id]
         try:
@@ -171,5 +184,8 @@ def _invoke(
             # The receipt is stale: the message was received again meanwhile.
             history.add("stale_receipt", code=error.response["Error"]["Code"])
             continue
-        hid = (message.get("MessageAttributes") or {}).get(HID, {}).get("StringValue")
-        history.add("ack", hid=hid)
+        history.add("ack", hid=_hid(message))
+
+
+def _hid(message: dict[str, Any]) -> str | None:
+    return (message.get("MessageAttributes") or {}).get(HID, {}).get("StringValue")
