@@ -54,6 +54,8 @@ synth: setup
 # After synth: the page reports the size of the Lambda asset that synth bundles.
 bench: synth java
 	$(PY) -m oncecli.bench
+	$(PY) -m oncecli.bench.retry --plot docs/perf_retry.png
+	$(PY) -m oncecli.bench.deliver
 
 clean:
 	rm -rf .venv node_modules cdk.out build .pytest_cache .ruff_cache

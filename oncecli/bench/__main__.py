@@ -88,6 +88,19 @@ def _child(
         return json.loads(out.read_text())
 
 
+#: Sections after this line of docs/performance.md are measured by their own scripts
+#: (``python -m oncecli.bench.retry``, which ``make bench`` runs after this one): a
+#: rewrite of the page keeps them as they are.
+KEPT_SECTIONS = "<!-- sections below: measured by their own scripts, kept by make bench -->"
+
+
+def _write_page(docs: Path, page: str) -> None:
+    path = docs / "performance.md"
+    old = path.read_text() if path.is_file() else ""
+    kept = old[old.index(KEPT_SECTIONS) :] if KEPT_SECTIONS in old else ""
+    path.write_text(page.rstrip("\n") + "\n\n" + kept if kept else page)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m oncecli.bench",
@@ -115,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.render:
         results = json.loads(args.render.read_text())
-        (args.docs / "performance.md").write_text(render(results, args.docs, Console()))
+        _write_page(args.docs, render(results, args.docs, Console()))
         return 0
     engines = [e for e in args.engines.split(",") if e]
     sections = [s for s in args.sections.split(",") if s]
@@ -183,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         "load": {"start": load_start, "end": os.getloadavg()},
     }
     args.docs.mkdir(parents=True, exist_ok=True)
-    page = render(results, args.docs, Console())
-    (args.docs / "performance.md").write_text(page)
+    _write_page(args.docs, render(results, args.docs, Console()))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     console.print(f"wrote {args.docs / 'performance.md'} in {seconds:.0f} s")
