@@ -9,6 +9,7 @@ a table scan live here; so does the idempotency record's key, re-exported from t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -91,3 +92,24 @@ def create_table(ddb: Any, name: str, key: str = "id") -> None:
         KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
     )
+
+
+def create_queue_with_dlq(
+    sqs: Any, name: str, *, visibility_s: int, max_receive: int
+) -> tuple[str, str]:
+    """A standard queue ``name`` whose redrive policy sends to a new ``<name>-dlq`` after
+    ``max_receive`` receives; returns (queue URL, DLQ URL)."""
+    dlq = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    queue = sqs.create_queue(
+        QueueName=name,
+        Attributes={
+            "VisibilityTimeout": str(visibility_s),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive)}
+            ),
+        },
+    )["QueueUrl"]
+    return queue, dlq

@@ -38,7 +38,14 @@ from rich.console import Console
 from rich.table import Table
 
 from once import constants as c
-from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, create_table, local_client, local_env
+from oncecli.aws import (
+    LOCAL_ACCOUNT,
+    LOCAL_REGION,
+    create_queue_with_dlq,
+    create_table,
+    local_client,
+    local_env,
+)
 from oncecli.bench import retry_function
 from oncecli.chaos import retrytimes
 from oncecli.localcloud import engines
@@ -68,19 +75,9 @@ def _workload(pairs: int, failing: int) -> list[dict[str, Any]]:
 
 def _resources(sqs: Any, ddb: Any, tag: str) -> tuple[str, str, str]:
     """A fresh queue (with its DLQ and redrive policy) and idempotency table."""
-    dlq = sqs.create_queue(QueueName=f"{tag}-dlq")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    queue = sqs.create_queue(
-        QueueName=tag,
-        Attributes={
-            "VisibilityTimeout": str(VISIBILITY_S),
-            "RedrivePolicy": json.dumps(
-                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE)}
-            ),
-        },
-    )["QueueUrl"]
+    queue, _dlq = create_queue_with_dlq(
+        sqs, tag, visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE
+    )
     table = f"{tag}-idempotency"
     create_table(ddb, table, key=c.ATTR_ID)
     return queue, f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{tag}", table

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from oncecli import redrive
-from oncecli.aws import create_table, local_client, queue_depth
+from oncecli.aws import create_queue_with_dlq, create_table, local_client, queue_depth
 from oncecli.chaos import invariants, retrytimes
 from oncecli.chaos.traffic import HID, Workload, build
 from oncecli.chaos.worker import WorkerSpec, run
@@ -94,19 +94,7 @@ def _clients(endpoints: Endpoints) -> tuple[Any, Any]:
 
 def _make_resources(impl: str, tag: str, endpoints: Endpoints) -> tuple[str, str, dict]:
     sqs, ddb = _clients(endpoints)
-    dlq = sqs.create_queue(QueueName=f"{tag}-dlq")["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    queue = sqs.create_queue(
-        QueueName=tag,
-        Attributes={
-            "VisibilityTimeout": str(VISIBILITY_S),
-            "RedrivePolicy": json.dumps(
-                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVE)}
-            ),
-        },
-    )["QueueUrl"]
+    queue, dlq = create_queue_with_dlq(sqs, tag, visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE)
     tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
     for name in tables.values():
         create_table(ddb, name)
