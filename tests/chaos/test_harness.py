@@ -45,6 +45,18 @@ def test_once_keeps_every_invariant_under_every_fault(runs: dict[str, Run]) -> N
         assert once.faults.get(fault, 0) > 0, f"{fault} was never injected"
 
 
+def test_once_reports_the_time_from_a_busy_or_failed_delivery_to_done(
+    runs: dict[str, Run],
+) -> None:
+    once = runs["once"]
+    assert set(once.to_completion) == {"busy", "failed"}
+    # Poison payments fail on every delivery and end in the DLQ: failed, never done.
+    assert once.faults["workload_poison"] > 0
+    assert once.to_completion["failed"]["unfinished"] > 0
+    for impl in ("powertools", "naive"):
+        assert runs[impl].to_completion == {}
+
+
 def test_the_harness_catches_a_finalize_without_its_fence(runs: dict[str, Run]) -> None:
     control = runs["once-unfenced"]
     assert control.faults.get("pause", 0) > 0
