@@ -54,7 +54,7 @@ EXCLUDE = (
 PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "urllib3", "python_dateutil", "six")
 
 #: Bumped when the way the cache is built changes, so an old cache is not reused.
-_RECIPE = f"{PYTHON_VERSION} {PIP_PLATFORM} no:{','.join(PROVIDED_BY_RUNTIME)} v1"
+_RECIPE = f"{PYTHON_VERSION} {PIP_PLATFORM} no:{','.join(PROVIDED_BY_RUNTIME)} v2"
 
 
 def cache_dir() -> Path:
@@ -72,7 +72,8 @@ def requirements_digest(path: Path = REQUIREMENTS) -> str:
 
 
 def _prune(target: Path) -> None:
-    """Remove what the runtime provides, console scripts and byte code from ``target``."""
+    """Remove what the runtime provides, console scripts, byte code and type stubs (only a
+    type checker reads them) from ``target``."""
     for dist_info in target.glob("*.dist-info"):
         name = dist_info.name.split("-")[0].lower()
         if name not in PROVIDED_BY_RUNTIME:
@@ -84,6 +85,10 @@ def _prune(target: Path) -> None:
                 installed.unlink()
         shutil.rmtree(dist_info, ignore_errors=True)
     shutil.rmtree(target / "bin", ignore_errors=True)
+    for stubs in list(target.glob("*-stubs")):
+        shutil.rmtree(stubs, ignore_errors=True)
+    for stub in list(target.rglob("*.pyi")):
+        stub.unlink()
     for pycache in list(target.rglob("__pycache__")):
         shutil.rmtree(pycache, ignore_errors=True)
     # Packages emptied by the removal above leave their directories behind.

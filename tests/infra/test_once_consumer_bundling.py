@@ -49,6 +49,11 @@ def test_asset_holds_no_tests_caches_test_kit_or_dev_tools(asset_dir):
         assert tool not in top, tool
 
 
+def test_asset_holds_no_type_stubs_only_a_type_checker_reads(asset_dir):
+    assert not list(asset_dir.glob("*-stubs")), "stub packages"
+    assert not list(asset_dir.rglob("*.pyi")), ".pyi files"
+
+
 def _runs_on_lambda(tag: str) -> bool:
     python, abi, platform = tag.split("-")
     on_platform = platform == "any" or ("manylinux" in platform and platform.endswith("x86_64"))
