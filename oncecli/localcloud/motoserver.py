@@ -19,7 +19,14 @@ that come back together (a failed record and the rest of its group after it) the
 each other, and the later one is delivered first. Here a group is locked by its messages
 that are in flight and not yet visible again, as in SQS. And moto runs two receives on one
 FIFO queue side by side, so both can hand out the same group: here they take turns (a long
-poll looks again every 50 ms), so that one group is in one batch at a time, as in SQS.
+poll looks again every 50 ms), so that one group is in one batch at a time, as in SQS. And
+moto reads the clock anew for every message a receive looks at: a message that becomes
+visible again in the middle of a receive is missing from the messages that receive walks,
+yet it no longer locks its group, so the rest of its group is handed out before it. Here a
+receive reads the clock once and judges every message at that instant. Last, moto's
+``delete_message`` rebuilds a queue's message list without the lock ``add_message``
+appends under, so a message sent while another is deleted could vanish: here a delete
+holds that lock.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import time
 from typing import Any
 
 import moto.dynamodb.models as dynamodb_models
+import moto.sqs.models as sqs_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
@@ -43,6 +51,9 @@ _call_action = DynamoHandler.call_action
 _transact_write_items = DynamoDBBackend.transact_write_items
 _receive_message = SQSBackend.receive_message
 _fifo_receives = threading.Lock()
+_unix_time_millis = sqs_models.unix_time_millis
+#: The instant a receive on this thread judges visibility at (unset: the clock).
+_receive_instant = threading.local()
 #: How often a long poll on a FIFO queue looks for messages again.
 _FIFO_POLL_S = 0.05
 
@@ -105,6 +116,21 @@ def _groups_in_flight(self: Queue) -> set[str]:
     }
 
 
+_delete_message = Queue.delete_message
+
+
+def _delete_under_lock(self: Queue, receipt_handle: str) -> None:
+    """moto's delete, under the lock a send appends under: neither loses the other's work."""
+    with self._messages_lock:
+        _delete_message(self, receipt_handle)
+
+
+def _clock_ms(dt: Any = None) -> float:
+    """moto's SQS clock: the current receive's instant on its own thread, else the time."""
+    frozen = getattr(_receive_instant, "ms", None)
+    return frozen if frozen is not None and dt is None else _unix_time_millis(dt)
+
+
 def _fifo_receives_take_turns(
     self: SQSBackend,
     queue_name: str,
@@ -127,9 +153,13 @@ def _fifo_receives_take_turns(
     deadline = time.monotonic() + (wait_seconds_timeout or 0)
     while True:
         with _fifo_receives:
-            found = _receive_message(
-                self, queue_name, count, 0, visibility_timeout, message_attribute_names
-            )
+            _receive_instant.ms = _unix_time_millis()
+            try:
+                found = _receive_message(
+                    self, queue_name, count, 0, visibility_timeout, message_attribute_names
+                )
+            finally:
+                _receive_instant.ms = None
         if found or time.monotonic() >= deadline:
             return found
         time.sleep(_FIFO_POLL_S)
@@ -140,6 +170,8 @@ DynamoDBBackend.transact_write_items = _transact_by_item  # type: ignore[method-
 dynamodb_models.copy = _CopyTablesByReference()  # type: ignore[assignment]
 Queue.pending_message_groups = property(_groups_in_flight)  # type: ignore[assignment,method-assign]
 SQSBackend.receive_message = _fifo_receives_take_turns  # type: ignore[method-assign]
+sqs_models.unix_time_millis = _clock_ms
+Queue.delete_message = _delete_under_lock  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     main(sys.argv[1:])

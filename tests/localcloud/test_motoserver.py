@@ -1,6 +1,11 @@
-"""The patched moto server: a refused transaction undoes only its own items."""
+"""The patched moto server: a refused transaction undoes only its own items, and a FIFO
+group's order survives a message that becomes visible again during a receive."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
 
 import pytest
 from botocore.exceptions import ClientError
@@ -57,3 +62,48 @@ def test_failed_transaction_rolls_back_its_items_only():
         )
         items = {i["id"]["S"]: i for i in ddb.scan(TableName="t")["Items"]}
         assert items["acct"]["balance"]["N"] == "12" and "new" in items
+
+
+#: Run in a child process: importing the patched server patches moto for the whole process.
+_RACE = """
+import json, time
+import moto.core.utils as utils
+from moto.sqs.models import Queue, sqs_backends
+import oncecli.localcloud.motoserver  # noqa: F401  (the patches)
+
+now = [time.time()]
+utils.unix_time = lambda dt=None: now[0] if dt is None else utils.unix_time_orig(dt)
+backend = sqs_backends["123456789012"]["us-east-1"]
+queue = backend.create_queue("g.fifo", FifoQueue="true", VisibilityTimeout="5")
+for i in range(2):
+    backend.send_message("g.fifo", f"m{i}", group_id="g", deduplication_id=f"d{i}")
+backend.receive_message("g.fifo", 10, 0, 5)
+m0, m1 = queue._messages
+m0.visible_at = now[0] * 1000 + 3000  # the failed record: back after 3 s
+m1.visible_at = now[0] * 1000 + 1000  # the rest of its group: back after 1 s
+now[0] += 2
+walk = Queue.messages.fget
+
+def messages_then_tick(self):
+    found = walk(self)
+    now[0] += 2  # m0 becomes visible while the receive walks the messages it found
+    return found
+
+Queue.messages = property(messages_then_tick)
+during = [m.body for m in backend.receive_message("g.fifo", 10, 0, 5)]
+Queue.messages = property(walk)
+after = [m.body for m in backend.receive_message("g.fifo", 10, 0, 5)]
+print(json.dumps([during, after]))
+"""
+
+
+def test_a_fifo_message_visible_again_mid_receive_is_not_overtaken_by_its_group():
+    """moto judged each message at its own reading of the clock: the receive that walked
+    past m0 (not yet visible) then found m0's group unlocked and handed out m1 first."""
+    script = _RACE.replace("utils.unix_time_orig(dt)", "(dt.timestamp())")
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    during, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert during == []
+    assert after == ["m0", "m1"]
