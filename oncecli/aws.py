@@ -95,17 +95,21 @@ def create_table(ddb: Any, name: str, key: str = "id") -> None:
 
 
 def create_queue_with_dlq(
-    sqs: Any, name: str, *, visibility_s: int, max_receive: int
+    sqs: Any, name: str, *, visibility_s: int, max_receive: int, fifo: bool = False
 ) -> tuple[str, str]:
-    """A standard queue ``name`` whose redrive policy sends to a new ``<name>-dlq`` after
-    ``max_receive`` receives; returns (queue URL, DLQ URL)."""
-    dlq = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+    """A queue ``name`` whose redrive policy sends to a new ``<name>-dlq`` after
+    ``max_receive`` receives; returns (queue URL, DLQ URL). ``fifo``: both are FIFO queues
+    (their names end in ``.fifo``)."""
+    suffix = ".fifo" if fifo else ""
+    fifo_attributes = {"FifoQueue": "true"} if fifo else {}
+    dlq = sqs.create_queue(QueueName=f"{name}-dlq{suffix}", Attributes=fifo_attributes)["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
     queue = sqs.create_queue(
-        QueueName=name,
+        QueueName=f"{name}{suffix}",
         Attributes={
+            **fifo_attributes,
             "VisibilityTimeout": str(visibility_s),
             "RedrivePolicy": json.dumps(
                 {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive)}

@@ -72,6 +72,13 @@ class RecordNotFound(CliError):
     meaning = "no record for that key"
 
 
+class HarnessFailed(CliError):
+    """The chaos harness itself failed: its verdict on the consumers would mean nothing."""
+
+    exit_code = 11
+    meaning = "the chaos harness itself failed (a worker crashed, or an engine stopped answering)"
+
+
 #: The signals the CLI turns into an orderly exit (engines stopped) with 128 + the signal.
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

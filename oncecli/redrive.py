@@ -30,6 +30,8 @@ class Moved:
 
     moved: int
     lease_expired_left: int
+    #: The messages moved, as the DLQ gave them (attributes included).
+    messages: tuple[dict[str, Any], ...] = ()
 
 
 def is_lease_expired(message: dict[str, Any]) -> bool:
@@ -52,6 +54,7 @@ def move(
     limit = seen_budget if limit is None else limit
     moved = seen = 0
     left: list[str] = []
+    done: list[dict[str, Any]] = []
     try:
         while moved < limit and seen < seen_budget:
             messages = sqs.receive_message(
@@ -72,13 +75,14 @@ def move(
                 sqs.send_message(**_copy(message, source_url))  # raises: it stays in the DLQ
                 sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
                 moved += 1
+                done.append(message)
     finally:
         # Visible again at once: left for a person, not hidden for the next minute.
         for handle in left:
             sqs.change_message_visibility(
                 QueueUrl=dlq_url, ReceiptHandle=handle, VisibilityTimeout=0
             )
-    return Moved(moved, len(left))
+    return Moved(moved, len(left), tuple(done))
 
 
 def _copy(message: dict[str, Any], source_url: str) -> dict[str, Any]:

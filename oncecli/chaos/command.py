@@ -3,6 +3,9 @@
 DynamoDB Local is the default engine, because its conditional writes are atomic; it runs
 with the workers inside a private network namespace. moto is for a quick smoke run only:
 its conditional writes are not atomic, so its figures prove nothing about races.
+
+The last line it prints says why it exits as it does: which of once's consumers broke which
+invariant how often, or that the harness itself failed (its own exit code).
 """
 
 from __future__ import annotations
@@ -17,12 +20,22 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from oncecli.chaos import summary
-from oncecli.chaos.harness import DEFAULT_RATES, IMPLEMENTATIONS, Endpoints, Run, chaos
+from oncecli.chaos.harness import (
+    DEFAULT_RATES,
+    IMPLEMENTATIONS,
+    PAUSE_S,
+    TIMEOUT_S,
+    Endpoints,
+    Run,
+    chaos,
+)
 from oncecli.errors import (
     EngineFailed,
     EngineNotInstalled,
+    HarnessFailed,
     JavaMissing,
     UnshareNotPermitted,
+    UsageError,
     epilog,
 )
 from oncecli.localcloud import engines
@@ -39,10 +52,18 @@ SINGLE_FAULTS: dict[str, dict[str, float]] = {
     "clock skew": {"skew": 1},
     "DLQ redrive": {"redrive": 1},
     "TTL sweep": {"ttl_sweep": 1},
+    "DynamoDB outage": {"outage": 0.05},
+    "delete fails after success": {"delete_failed": 0.05},
+    "visibility < timeout": {"short_visibility": 0.05},
 }
+#: Every consumer ``--implementations`` takes: the default ones and the controls.
+KNOWN_IMPLEMENTATIONS = (*IMPLEMENTATIONS, "once-unfenced", "naive-unordered")
 #: The consumers that must keep every invariant (the exit code says whether they did).
 ONCE_CONSUMERS = ("once", "once-nobackoff")
 _ALL_OFF = {k: 0.0 for k in DEFAULT_RATES} | {"skew": 0, "redrive": 0, "ttl_sweep": 0}
+#: The shortest ``--retention-s``: longer than an invocation can run from its claim to its
+#: business code, so that a retention window is something the invariants can judge.
+MIN_RETENTION_S = int(TIMEOUT_S + PAUSE_S) + 10
 
 
 #: ``once chaos``'s one-line help, and its exit codes.
@@ -52,6 +73,7 @@ EPILOG = epilog(
     JavaMissing,
     UnshareNotPermitted,
     EngineFailed,
+    HarnessFailed,
     failure="once (with or without backoff) violated an invariant or lost a message",
 )
 
@@ -100,15 +122,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also run each fault kind alone and plot violations to PNG (default: no)",
     )
     parser.add_argument(
+        "--per-fault-deliveries",
+        type=int,
+        metavar="N",
+        help="deliveries per consumer for each fault of --per-fault (default: --deliveries "
+        "/ 20, at least 300)",
+    )
+    parser.add_argument(
         "--implementations",
         default=",".join(IMPLEMENTATIONS),
         help="comma-separated, of once, once-nobackoff (once with its retry backoff off: "
         "failed and BUSY records wait for the queue's visibility timeout), once-unfenced "
-        "(the control run: once without its fence), powertools, naive (default: %(default)s)",
+        "(the control run: once without its fence), powertools, naive, naive-unordered "
+        "(the FIFO control: a loop that ignores message groups) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--fifo",
+        action="store_true",
+        help="FIFO queues, message group = account; adds the order checks (default: standard)",
+    )
+    parser.add_argument(
+        "--retention-s",
+        type=int,
+        metavar="N",
+        help=f"keep records N seconds (at least {MIN_RETENTION_S}) and sweep them as "
+        "DynamoDB's TTL does; a repeat after a record expired is allowed, within its window "
+        "it is a violation (default: each consumer's own retention)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.retention_s is not None and args.retention_s < MIN_RETENTION_S:
+        raise UsageError(
+            f"--retention-s {args.retention_s} is too short: the harness needs at least "
+            f"{MIN_RETENTION_S} s to tell a record's lifetime from one invocation's run"
+        )
+    unknown = set(args.implementations.split(",")) - set(KNOWN_IMPLEMENTATIONS)
+    if unknown:
+        raise UsageError(
+            f"--implementations: unknown {', '.join(sorted(unknown))}; "
+            f"choose from {', '.join(KNOWN_IMPLEMENTATIONS)}"
+        )
     if args.engine == "dynamodb-local":
         engines.enter_private_netns(sys.argv[1:])
     console = Console(stderr=True)
@@ -126,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     out = Console()
     summary.show(runs, out)
     if per_fault and args.per_fault:
-        summary.plot(per_fault, args.per_fault)
+        summary.plot(per_fault, args.per_fault, "FIFO" if args.fifo else "standard")
         out.print(f"plot written to {args.per_fault}")
     if args.json:
         doc = summary.document(
@@ -134,10 +188,41 @@ def run(args: argparse.Namespace) -> int:
             engine=args.engine,
             seed=args.seed,
             per_fault={k: summary.document(v) for k, v in per_fault.items()},
+            fifo=args.fifo,
+            retention_s=args.retention_s,
         )
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
-    broken = any(r.impl in ONCE_CONSUMERS and (any(r.violations.values()) or r.lost) for r in runs)
-    return 1 if broken else 0
+    code, why = verdict(runs, args.keep_history)
+    out.print(why)
+    return code
+
+
+def verdict(runs: list[Run], history_dir: Path | None) -> tuple[int, str]:
+    """The exit code and the sentence that says why: which of once's consumers broke which
+    invariant how often (the peers' violations are measured, never a failure)."""
+    broken = {
+        r.impl: {name: n for name, n in r.violations.items() if n}
+        for r in runs
+        if r.impl in ONCE_CONSUMERS and any(r.violations.values())
+    }
+    if not broken:
+        checked = [r.impl for r in runs if r.impl in ONCE_CONSUMERS]
+        if not checked:
+            return 0, "exit 0: no once consumer was in this run, so nothing was asserted"
+        return 0, f"exit 0: {' and '.join(checked)} kept every invariant and lost nothing"
+    never = {r.impl: r.faults.get("lost_never_delivered", 0) for r in runs}
+    found = "; ".join(
+        f"{impl}: "
+        + ", ".join(f"{name} {n}" for name, n in counts.items())
+        + (f" ({never[impl]} lost never delivered: the queue engine's)" if never[impl] else "")
+        for impl, counts in broken.items()
+    )
+    where = (
+        f"the histories are in {history_dir}"
+        if history_dir
+        else "run again with --keep-history DIR to keep the events behind it"
+    )
+    return 1, f"exit 1: {found}; {where}"
 
 
 def _run_all(
@@ -161,18 +246,22 @@ def _run_all(
             implementations=impls,
             progress=progress,
             history_dir=args.keep_history,
+            fifo=args.fifo,
+            retention_s=args.retention_s,
         )
         per_fault: dict[str, list[Run]] = {}
         if args.per_fault:
             for name, rates in SINGLE_FAULTS.items():
                 tasks.clear()
                 per_fault[name] = chaos(
-                    max(300, args.deliveries // 20),
+                    args.per_fault_deliveries or max(300, args.deliveries // 20),
                     args.seed,
                     endpoints,
                     workers=args.workers,
                     implementations=impls,
                     rates=_ALL_OFF | rates,
                     progress=progress,
+                    fifo=args.fifo,
+                    retention_s=args.retention_s,
                 )
     return runs, per_fault

@@ -2,13 +2,14 @@
 
 Each injector is a botocore ``before-send`` hook, on one client or on every client the
 process creates (botocore's built-in handler list), so the code under test runs unchanged:
-its requests are throttled, or applied with their response lost (the SDK then retries a
-write that already landed). The harness's workers and the record store's model-based test
-inject through here.
+its requests are throttled, applied with their response lost (the SDK then retries a
+write that already landed), or refused while an outage window is open. The harness's
+workers and the record store's model-based test inject through here.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 from collections.abc import Callable, Iterable
@@ -23,6 +24,10 @@ from botocore.exceptions import ConnectionClosedError
 _THROTTLE_BODY = (
     b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException",'
     b'"message":"Rate of requests exceeds the allowed throughput (injected)"}'
+)
+_OUTAGE_BODY = (
+    b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError",'
+    b'"message":"Internal server error (injected outage)"}'
 )
 
 
@@ -85,6 +90,19 @@ class Injector:
             self._count("throttle")
             headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
             return AWSResponse(request.url, 400, headers, _RawBody(_THROTTLE_BODY))
+
+        self._register(hook)
+
+    def outage(self, flag: str) -> None:
+        """While the file ``flag`` exists, answer every call with a server error, as DynamoDB
+        does in an outage; the harness opens and closes the window for every worker at once."""
+
+        def hook(request: Any, **_: Any) -> AWSResponse | None:
+            if not os.path.exists(flag):
+                return None
+            self._count("outage")
+            headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
+            return AWSResponse(request.url, 500, headers, _RawBody(_OUTAGE_BODY))
 
         self._register(hook)
 

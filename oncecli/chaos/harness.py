@@ -1,14 +1,19 @@
 """The fault-injection harness: the same seeded workload and faults against each consumer.
 
-For each consumer under test it makes fresh queues (on moto's server) and tables (on
-DynamoDB Local by default), starts worker processes (``worker.py``), produces the workload
-in two waves with a DLQ redrive between them, respawns killed workers, sweeps expired
+For each consumer under test it makes fresh queues (on moto's server; FIFO queues with the
+account as message group when asked) and tables (on DynamoDB Local by default), starts
+worker processes (``worker.py``), produces the workload in two waves with a DLQ redrive
+between them, opens DynamoDB outage windows, respawns killed workers, sweeps expired
 records as DynamoDB's TTL would, waits for the queue to drain, and checks the invariants
 (``invariants.py``) on the recorded history and the final state.
+
+A worker that dies of anything but a kill (its probe's, or its function timeout's) is a
+failure of the harness, not of the consumer: the run stops with ``HarnessFailed``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -21,11 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from oncecli import redrive
 from oncecli.aws import create_queue_with_dlq, create_table, local_client, queue_depth
 from oncecli.chaos import invariants, retrytimes
-from oncecli.chaos.traffic import HID, Workload, build
+from oncecli.chaos.probe import History
+from oncecli.chaos.traffic import HID, Send, Workload, build, harness_id
 from oncecli.chaos.worker import WorkerSpec, run
+from oncecli.errors import HarnessFailed
 from oncecli.ledger import read_ledger
 
 IMPLEMENTATIONS = ("once", "once-nobackoff", "powertools", "naive")
@@ -42,7 +51,10 @@ TTL_ATTRIBUTES = {
     "once-unfenced": "expires_at",
     "powertools": "expiration",
     "naive": "expires_at",
+    "naive-unordered": "expires_at",
 }
+#: How long a DynamoDB outage window stays open.
+OUTAGE_S = 3.0
 DEFAULT_RATES = {
     "kill_after_claim": 0.004,
     "kill_after_effect": 0.004,
@@ -50,6 +62,9 @@ DEFAULT_RATES = {
     "pause": 0.003,
     "throttle": 0.03,
     "lost_response": 0.03,
+    "outage": 0.005,  # windows opened per second of run
+    "delete_failed": 0.005,
+    "short_visibility": 0.005,
 }
 
 
@@ -92,9 +107,13 @@ def _clients(endpoints: Endpoints) -> tuple[Any, Any]:
     return local_client("sqs", endpoints.sqs), local_client("dynamodb", endpoints.dynamodb)
 
 
-def _make_resources(impl: str, tag: str, endpoints: Endpoints) -> tuple[str, str, dict]:
+def _make_resources(
+    impl: str, tag: str, endpoints: Endpoints, *, fifo: bool
+) -> tuple[str, str, dict]:
     sqs, ddb = _clients(endpoints)
-    queue, dlq = create_queue_with_dlq(sqs, tag, visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE)
+    queue, dlq = create_queue_with_dlq(
+        sqs, tag, visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE, fifo=fifo
+    )
     tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
     for name in tables.values():
         create_table(ddb, name)
@@ -105,20 +124,26 @@ def _make_resources(impl: str, tag: str, endpoints: Endpoints) -> tuple[str, str
     return queue, dlq, tables
 
 
-def _send(sqs: Any, queue: str, sends: list[Any]) -> None:
+def _send(sqs: Any, queue: str, sends: list[Send], *, fifo: bool) -> None:
     for start in range(0, len(sends), 10):
         chunk = sends[start : start + 10]
-        sqs.send_message_batch(
-            QueueUrl=queue,
-            Entries=[
-                {
-                    "Id": str(i),
-                    "MessageBody": s.body,
-                    "MessageAttributes": {HID: {"DataType": "String", "StringValue": s.hid}},
-                }
-                for i, s in enumerate(chunk)
-            ],
-        )
+        entries = []
+        for i, send in enumerate(chunk):
+            entry: dict[str, Any] = {
+                "Id": str(i),
+                "MessageBody": send.body,
+                "MessageAttributes": {HID: {"DataType": "String", "StringValue": send.hid}},
+            }
+            if fifo:
+                # Every send is its own message, duplicates included: SQS must deliver them.
+                entry |= {"MessageGroupId": send.group, "MessageDeduplicationId": send.hid}
+            entries.append(entry)
+        refused = sqs.send_message_batch(QueueUrl=queue, Entries=entries).get("Failed", [])
+        if refused:
+            raise HarnessFailed(
+                f"the queue refused {len(refused)} of the harness's own sends "
+                f"({refused[0].get('Code')}: {refused[0].get('Message')})"
+            )
 
 
 def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
@@ -137,7 +162,14 @@ def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
     return swept
 
 
+def _hids(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> list[str]:
+    """The harness ids the messages carry (a message without one is none of the run's)."""
+    return [hid for hid in map(harness_id, messages) if hid is not None]
+
+
 def _drain_dlq(sqs: Any, dlq: str) -> set[str]:
+    """The harness ids the DLQ holds at the end, deleted as they are read (a FIFO queue
+    hands out no more of a group while its messages are in flight)."""
     hids: set[str] = set()
     while True:
         messages = sqs.receive_message(
@@ -148,11 +180,51 @@ def _drain_dlq(sqs: Any, dlq: str) -> set[str]:
         ).get("Messages", [])
         if not messages:
             return hids
-        hids |= {
-            m["MessageAttributes"][HID]["StringValue"]
-            for m in messages
-            if HID in (m.get("MessageAttributes") or {})
-        }
+        hids |= set(_hids(messages))
+        sqs.delete_message_batch(
+            QueueUrl=dlq,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
+        )
+
+
+class OutageWindows:
+    """DynamoDB outage windows for every worker at once: while the flag file exists, each
+    worker's DynamoDB calls fail (``faults.Injector.outage``). A window stays open
+    ``OUTAGE_S``. Each opens a random half to one and a half times ``1 / rate`` after the
+    one before (after the start, for the first; never before the one before has closed), so
+    windows come at ``rate`` per second of run on average, and a run longer than one and a
+    half times ``1 / rate`` always has one."""
+
+    def __init__(self, flag: Path, rate: float, rng: random.Random) -> None:
+        self._flag = flag
+        self._rate = rate
+        self._rng = rng
+        self._closes_at: float | None = None
+        self.opened = 0
+        self._opens_at = self._after(time.monotonic())
+
+    def _after(self, start: float) -> float | None:
+        if not self._rate:
+            return None
+        return start + self._rng.uniform(0.5, 1.5) / self._rate
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self._closes_at is not None:
+            if now >= self._closes_at:
+                self.close()
+            return
+        if self._opens_at is not None and now >= self._opens_at:
+            self._flag.touch()
+            self._closes_at = now + OUTAGE_S
+            self._opens_at = self._after(self._opens_at)
+            self.opened += 1
+
+    def close(self) -> None:
+        self._flag.unlink(missing_ok=True)
+        self._closes_at = None
 
 
 class Supervisor:
@@ -174,11 +246,20 @@ class Supervisor:
         self._procs[spec.worker] = proc
 
     def tend(self) -> None:
-        """Respawn every worker that died (its probe killed it)."""
+        """Respawn every worker that was killed (by its probe or its function timeout);
+        one that died any other way stops the run: that is the harness failing."""
         for spec in self._specs:
-            if not self._procs[spec.worker].is_alive():
-                self.respawns += 1
-                self._spawn(spec)
+            proc = self._procs[spec.worker]
+            if proc.is_alive():
+                continue
+            if proc.exitcode != -signal.SIGKILL:
+                raise HarnessFailed(
+                    f"chaos worker {spec.worker} ({spec.impl}) exited with code "
+                    f"{proc.exitcode}, not by an injected kill; its traceback, if any, is "
+                    "above. The run's figures would be meaningless, so it stops here."
+                )
+            self.respawns += 1
+            self._spawn(spec)
 
     def stop(self) -> None:
         for proc in self._procs.values():
@@ -198,12 +279,15 @@ def run_consumer(
     rates: dict[str, float],
     workdir: Path,
     progress: Callable[[str, float], None],
+    fifo: bool = False,
+    retention_s: int | None = None,
 ) -> Run:
     """One consumer under the full workload and fault plan; returns its checked run."""
     started = time.monotonic()
     tag = f"chaos-{impl}-{seed}-{random.Random().randrange(10**6)}"
-    queue, dlq, tables = _make_resources(impl, tag, endpoints)
+    queue, dlq, tables = _make_resources(impl, tag, endpoints, fifo=fifo)
     history_path = workdir / f"{tag}.jsonl"
+    outage_flag = workdir / f"{tag}.outage"
     rng = random.Random(seed)
     specs = [
         WorkerSpec(
@@ -221,13 +305,19 @@ def run_consumer(
             pause_s=PAUSE_S,
             timeout_s=TIMEOUT_S,
             batch_size=10,
+            fifo=fifo,
+            visibility_s=VISIBILITY_S,
+            retention_s=retention_s,
+            outage_flag=str(outage_flag),
         )
         for i in range(workers)
     ]
     sqs, ddb = _clients(endpoints)
     supervisor = Supervisor(specs)
     supervisor.start()
-    extra = {"redriven": 0, "ttl_swept": 0, "respawns": 0}
+    outages = OutageWindows(outage_flag, rates.get("outage", 0.0), random.Random(f"{seed}-outage"))
+    harness_events = History(str(history_path), "harness")
+    extra = {"redriven": 0, "ttl_swept": 0, "respawns": 0, "outage_windows": 0}
     try:
         for wave in (0, 1):
             pending = [s for s in work.sends if s.wave == wave]
@@ -237,10 +327,11 @@ def run_consumer(
                 depth = queue_depth(sqs, queue).total
                 if pending and depth < BACKLOG:
                     # Feed the queue as it drains: moto's receive slows with a deep queue.
-                    _send(sqs, queue, pending[:100])
+                    _send(sqs, queue, pending[:100], fifo=fifo)
                     pending = pending[100:]
                 else:
                     time.sleep(0.5)
+                outages.tick()
                 supervisor.tend()
                 if time.monotonic() - last_sweep > 2 and rates.get("ttl_sweep", 1):
                     extra["ttl_swept"] += _ttl_sweep(
@@ -252,20 +343,47 @@ def run_consumer(
                 progress(impl, 1 - (depth + len(pending) + later) / len(work.sends))
             if wave == 0 and rates.get("redrive", 1):
                 # the redriven messages drain with the second wave
-                extra["redriven"] = redrive.move(sqs, dlq, queue).moved
+                # Timed before the move: a moved message may be delivered before it ends.
+                redriven_at = time.monotonic_ns()
+                moved = redrive.move(sqs, dlq, queue)
+                harness_events.add("redrive", t=redriven_at, hids=_hids(moved.messages))
+                extra["redriven"] = moved.moved
+    except (BotoCoreError, ClientError) as error:
+        raise HarnessFailed(
+            f"the harness's own call to a local engine failed while running {impl}: {error}. "
+            "The engines were still starting, were killed, or are starved of CPU; run again "
+            "on a quieter machine, with --keep-history to keep the events so far."
+        ) from error
     finally:
+        outages.close()
         supervisor.stop()
     extra["respawns"] = supervisor.respawns
+    extra["outage_windows"] = outages.opened
     history = [json.loads(line) for line in history_path.read_text().splitlines() if line]
     final = _final_state(work, sqs, ddb, dlq, tables)
+    # Beside the history, what the run left behind: the two together are the evidence.
+    (workdir / f"{tag}.final.json").write_text(
+        json.dumps(dataclasses.asdict(final), default=sorted, indent=1)
+    )
     result = Run(impl=impl, seconds=time.monotonic() - started)
     result.deliveries = sum(e["count"] for e in history if e["e"] == "deliver")
     poison = {s.key for s in work.sends if s.kind == "poison"}
     execs = [e for e in history if e["e"] == "exec" and e["key"] not in poison]
     result.executions = len(execs)
     result.unique_executed = len({e["key"] for e in execs})
-    result.violations = invariants.check(history, final, skew_ms=2 * MAX_SKEW_S * 1000)
+    result.violations = invariants.check(
+        history,
+        final,
+        skew_ms=2 * MAX_SKEW_S * 1000,
+        retention_s=retention_s,
+        longest_run_s=TIMEOUT_S + PAUSE_S,
+    )
     result.lost = result.violations["lost"]
+    if result.lost:
+        # A lost message no worker ever received is the queue engine's loss, not the
+        # consumer's: said beside the count, which stays as it is.
+        delivered = {hid for e in history if e["e"] == "deliver" for hid in e.get("hids", [])}
+        extra["lost_never_delivered"] = len(invariants.lost_hids(history, final) - delivered)
     faults: dict[str, int] = {}
     for e in history:
         if e["e"] == "fault":
@@ -290,6 +408,7 @@ def _final_state(
     work: Workload, sqs: Any, ddb: Any, dlq: str, tables: dict[str, str]
 ) -> invariants.FinalState:
     ledger = read_ledger(ddb, tables["ledger"])
+    fifo = dlq.endswith(".fifo")
     return invariants.FinalState(
         sent={s.hid for s in work.sends},
         in_dlq=_drain_dlq(sqs, dlq),
@@ -301,6 +420,8 @@ def _final_state(
             for key, (account, amount) in ledger.entries.items()
         },
         balances=ledger.balances,
+        keys={s.hid: s.key for s in work.sends},
+        groups=work.groups() if fifo else {},
     )
 
 
@@ -314,9 +435,13 @@ def chaos(
     rates: dict[str, float] | None = None,
     progress: Callable[[str, float], None] = lambda impl, done: None,
     history_dir: Path | None = None,
+    fifo: bool = False,
+    retention_s: int | None = None,
 ) -> list[Run]:
     """Every consumer, one after the other, under the same workload and fault plan.
 
+    ``fifo``: FIFO queues, message group = account. ``retention_s``: records kept that
+    long (swept as DynamoDB's TTL does) instead of each consumer's default.
     Each consumer's history is a JSON-lines file; it is kept in ``history_dir`` if given
     (to read the events behind a violation), and deleted with the run otherwise.
     """
@@ -336,6 +461,8 @@ def chaos(
                 rates=plan,
                 workdir=workdir,
                 progress=progress,
+                fifo=fifo,
+                retention_s=retention_s,
             )
             for impl in implementations
         ]

@@ -8,21 +8,24 @@ a process stopped (SIGSTOP, by any of its threads) between a write and its answe
 had *landed*, and an overlap of requests in flight is never counted. Clock readings are
 ``time.monotonic_ns()``, which every process on one machine shares.
 
-History events (dicts, one JSON line each):
+History events (dicts, one JSON line each; every one has ``t``, when it was written):
 
 - ``claim``: ``item``, ``claim``, ``sent``, ``landed``, ``lease_ms`` (None: no lease)
 - ``finalize``: ``item``, ``claim``, ``op`` (complete, fail, delete), ``result``, ``sent``,
   ``landed``
+- ``deliver``: a worker received messages: ``hids`` (harness ids, in batch order)
 - ``exec``: business code started: ``key``, ``hash``, ``message``
 - ``credit``: the ledger answered: ``key``, ``applied`` (now or earlier)
 - ``ack``: a message was deleted from the queue as done: ``hid`` (harness id)
+- ``redrive``: the harness moved the DLQ back to the queue: ``hids`` (the ids moved); its
+  ``t`` is read before the move starts
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Event = dict[str, Any]
@@ -35,7 +38,13 @@ INVARIANTS = (
     "mismatch_executed",
     "poison_not_in_dlq",
     "ledger_not_once",
+    "order_broken",
 )
+
+_NS_PER_S = 1_000_000_000
+_NS_PER_MS = 1_000_000
+#: A record's expiry is a whole epoch second: flooring it may take up to 1 s off.
+_EXPIRY_FLOOR_S = 1
 
 
 @dataclass
@@ -49,6 +58,9 @@ class FinalState:
     hid_keys: dict[str, str]  # harness id -> paymentId (for valid payments)
     ledger_entries: dict[str, dict[str, Any]]  # paymentId -> ledger entry
     balances: dict[str, int]  # account -> balance
+    keys: dict[str, str] = field(default_factory=dict)  # harness id -> paymentId (poison too)
+    # FIFO message group -> its paymentIds in the order of their first send (standard: empty)
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _by(events: Iterable[Event], kind: str) -> list[Event]:
@@ -62,13 +74,53 @@ def _claims_by_item(history: list[Event]) -> dict[str, list[Event]]:
     return claims
 
 
-def one_completed_result(history: list[Event]) -> int:
-    """At most one claim ever completes an item (its result then never changes)."""
-    completers: dict[str, set[str]] = defaultdict(set)
-    for e in _by(history, "finalize"):
-        if e["op"] == "complete":
-            completers[e["item"]].add(e["claim"])
-    return sum(len(claims) - 1 for claims in completers.values() if len(claims) > 1)
+def _window_ns(retention_s: float, skew_ms: float) -> float:
+    """How long a record kept ``retention_s`` surely lives past a time before its expiry
+    was computed: the retention, less the expiry's flooring to a whole second and the skew
+    between the clock that computed it and the one that finds it past."""
+    return (retention_s - _EXPIRY_FLOOR_S) * _NS_PER_S - skew_ms * _NS_PER_MS
+
+
+def one_completed_result(
+    history: list[Event], *, retention_s: float | None = None, skew_ms: float = 0.0
+) -> int:
+    """At most one claim completes an item while its record lives (its result never changes).
+
+    Without retention (None) a record lives forever: every completing claim after the first
+    counts. With ``retention_s`` N, the completions are taken in the order their finalizes
+    landed; the first opens a window at its claim's landing, and a later one counts only if
+    its own claim landed within (N - 1) s - ``skew_ms`` of that. The expiry was computed
+    after the opener's claim landed, floored to a whole second, on a clock that may be
+    skewed; a later claim succeeds only past it, on its own skewed clock. A completion not
+    counted opens the next window.
+    """
+    claim_landed: dict[tuple[str, str], int] = {}
+    for e in _by(history, "claim"):
+        at = (e["item"], e["claim"])
+        claim_landed[at] = min(claim_landed.get(at, e["landed"]), e["landed"])
+    completions: dict[str, dict[str, Event]] = defaultdict(dict)  # item -> claim -> finalize
+    for f in _by(history, "finalize"):
+        if f["op"] != "complete":
+            continue
+        mine = completions[f["item"]]
+        if f["claim"] not in mine or f["landed"] < mine[f["claim"]]["landed"]:
+            mine[f["claim"]] = f
+    count = 0
+    for item, by_claim in completions.items():
+        if retention_s is None:
+            count += len(by_claim) - 1
+            continue
+        window = _window_ns(retention_s, skew_ms)
+        opened: int | None = None  # the window's claim landing (None: not in the history)
+        for n, f in enumerate(sorted(by_claim.values(), key=lambda f: f["landed"])):
+            claimed = claim_landed.get((item, f["claim"]))
+            # A claim missing from the history was applied before its finalize was sent.
+            applied_by = f["sent"] if claimed is None else claimed
+            if n and opened is not None and applied_by < opened + window:
+                count += 1
+            else:
+                opened = claimed
+    return count
 
 
 def stale_write_landed(history: list[Event]) -> int:
@@ -116,7 +168,7 @@ def two_live_owners(history: list[Event], skew_ms: float) -> int:
                 live_until = (
                     float("inf")
                     if lease is None
-                    else earlier["sent"] + (lease - skew_ms) * 1_000_000
+                    else earlier["sent"] + (lease - skew_ms) * _NS_PER_MS
                 )
                 until = min(
                     live_until, released.get((earlier["item"], earlier["claim"]), float("inf"))
@@ -127,18 +179,42 @@ def two_live_owners(history: list[Event], skew_ms: float) -> int:
     return count
 
 
+def lost_hids(history: list[Event], final: FinalState) -> set[str]:
+    """The harness ids of messages neither done (acknowledged) nor in the DLQ."""
+    acked = {e["hid"] for e in _by(history, "ack")}
+    return final.sent - acked - final.in_dlq
+
+
 def lost(history: list[Event], final: FinalState) -> int:
     """Messages neither done (acknowledged) nor in the DLQ."""
-    acked = {e["hid"] for e in _by(history, "ack")}
-    return len(final.sent - acked - final.in_dlq)
+    return len(lost_hids(history, final))
 
 
-def mismatch_executed(history: list[Event]) -> int:
-    """Business code ran for a key with a payload other than the first one it ran with."""
-    first: dict[str, str] = {}
+def mismatch_executed(
+    history: list[Event],
+    *,
+    retention_s: float | None = None,
+    skew_ms: float = 0.0,
+    longest_run_s: float = 0.0,
+) -> int:
+    """Business code ran for a key with a payload other than the one its record fixed.
+
+    Without retention (None) that is the first payload the key ran with. With
+    ``retention_s`` N the record may be gone, and another payload may run, from the run
+    that fixed the current payload + (N - ``longest_run_s`` - 1) s - ``skew_ms`` on: that
+    record was claimed at most ``longest_run_s`` before its business code ran. Such a run
+    fixes its own payload, and the next window is measured from it.
+    """
+    fixed: dict[str, Event] = {}  # key -> the run that fixed its current payload
     count = 0
     for e in sorted(_by(history, "exec"), key=lambda e: e["t"]):
-        if first.setdefault(e["key"], e["hash"]) != e["hash"]:
+        first = fixed.setdefault(e["key"], e)
+        if first["hash"] == e["hash"]:
+            continue
+        claimed_from = first["t"] - longest_run_s * _NS_PER_S
+        if retention_s is not None and e["t"] >= claimed_from + _window_ns(retention_s, skew_ms):
+            fixed[e["key"]] = e
+        else:
             count += 1
     return count
 
@@ -169,14 +245,90 @@ def ledger_not_once(history: list[Event], final: FinalState) -> int:
     return count
 
 
-def check(history: list[Event], final: FinalState, skew_ms: float) -> dict[str, int]:
-    """Every invariant's violation count for one consumer's run."""
+def _settled(history: list[Event], final: FinalState) -> dict[str, float]:
+    """paymentId -> the earliest it may have stopped holding its group: its first credit
+    (its effect done) or acknowledgement, or its move to the DLQ.
+
+    SQS moves a message to the DLQ at a receive after its last delivery, so that delivery
+    bounds the move from below: the last one before each redrive that moved it back, and
+    for one in the DLQ at the end its last one of all; one never delivered counts from 0.
+    """
+    settled: dict[str, float] = {}
+
+    def settle(key: str | None, t: float) -> None:
+        if key is not None:
+            settled[key] = min(settled.get(key, t), t)
+
+    delivered: dict[str, list[int]] = defaultdict(list)
+    for e in history:
+        if e["e"] == "credit":
+            settle(e["key"], e["t"])
+        elif e["e"] == "ack":
+            settle(final.keys.get(e["hid"]), e["t"])
+        elif e["e"] == "deliver":
+            for hid in e["hids"]:
+                delivered[hid].append(e["t"])
+
+    def last_delivery(hid: str, before: float) -> int:
+        return max((t for t in delivered[hid] if t < before), default=0)
+
+    for e in _by(history, "redrive"):
+        for hid in e["hids"]:
+            settle(final.keys.get(hid), last_delivery(hid, e["t"]))
+    for hid in final.in_dlq:
+        settle(final.keys.get(hid), last_delivery(hid, float("inf")))
+    return settled
+
+
+def order_broken(history: list[Event], final: FinalState) -> int:
+    """A payment of a FIFO group ran while one sent before it in its group was still pending.
+
+    Pending: not yet credited, acknowledged or in the DLQ, as early as ``_settled`` can
+    place that (a payment never settled stays pending). Each payment counts once, at its
+    first run. One that went to the DLQ may run after later ones once redriven. A standard
+    queue (no groups) has no order to break.
+    """
+    if not final.groups:
+        return 0
+    first_run: dict[str, int] = {}
+    for e in _by(history, "exec"):
+        first_run[e["key"]] = min(first_run.get(e["key"], e["t"]), e["t"])
+    settled = _settled(history, final)
+    count = 0
+    for keys in final.groups.values():
+        pending_until = float("-inf")  # the latest settling of the group's earlier payments
+        for key in keys:
+            ran = first_run.get(key)
+            if ran is not None and pending_until > ran:
+                count += 1
+            pending_until = max(pending_until, settled.get(key, float("inf")))
+    return count
+
+
+def check(
+    history: list[Event],
+    final: FinalState,
+    skew_ms: float,
+    *,
+    retention_s: float | None = None,
+    longest_run_s: float = 0.0,
+) -> dict[str, int]:
+    """Every invariant's violation count for one consumer's run.
+
+    ``retention_s``: how long a finished record lives (None: forever); ``longest_run_s``:
+    the longest an invocation can take from its claim to its business code.
+    """
     return {
-        "one_completed_result": one_completed_result(history),
+        "one_completed_result": one_completed_result(
+            history, retention_s=retention_s, skew_ms=skew_ms
+        ),
         "stale_write_landed": stale_write_landed(history),
         "two_live_owners": two_live_owners(history, skew_ms),
         "lost": lost(history, final),
-        "mismatch_executed": mismatch_executed(history),
+        "mismatch_executed": mismatch_executed(
+            history, retention_s=retention_s, skew_ms=skew_ms, longest_run_s=longest_run_s
+        ),
         "poison_not_in_dlq": poison_not_in_dlq(final),
         "ledger_not_once": ledger_not_once(history, final),
+        "order_broken": order_broken(history, final),
     }

@@ -22,6 +22,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import botocore.handlers
@@ -56,8 +57,13 @@ class Probe:
         rates: dict[str, float],
         pause_s: float,
         rng: random.Random,
+        skew_s: float = 0.0,
     ) -> None:
         self._history = history
+        self._skew_ns = int(skew_s * 1e9)
+        self._wall_to_monotonic_ns = _wall_to_monotonic_ns()
+        #: Called with the pause's length before the process stops itself.
+        self.on_pause: Callable[[float], None] = lambda seconds: None
         self._table = table
         self._rates = rates
         self._pause_s = pause_s
@@ -81,6 +87,7 @@ class Probe:
         """Record the fault first (the process may not get another chance), then fire it."""
         self._history.add("fault", kind=kind)
         if kind == "pause":
+            self.on_pause(self._pause_s)
             subprocess.Popen(
                 ["sh", "-c", f"sleep {self._pause_s}; kill -CONT {os.getpid()}"],
                 start_new_session=True,
@@ -100,15 +107,17 @@ class Probe:
         values = params.get("ExpressionAttributeValues") or {}
         if operation == "PutItem":
             expiry = _text(params["Item"].get("in_progress_expiration"))
-            lease = int(expiry) - int(time.time() * 1000) if expiry else None
-            return {"kind": "claim", "item": item, "lease_ms": lease, "claim": uuid.uuid4().hex}
-        if operation == "UpdateItem" and "ADD" in params.get("UpdateExpression", ""):
-            # The lease left as this request leaves, on the claimer's own (skewed) clock.
-            lease = int(_text(values[":lease"]) or 0) - int(time.time() * 1000)
             return {
                 "kind": "claim",
                 "item": item,
-                "lease_ms": lease,
+                "lease_end": self._lease_end(expiry),
+                "claim": uuid.uuid4().hex,
+            }
+        if operation == "UpdateItem" and "ADD" in params.get("UpdateExpression", ""):
+            return {
+                "kind": "claim",
+                "item": item,
+                "lease_end": self._lease_end(_text(values[":lease"])),
                 "claim": _text(values.get(":me")),
             }
         if operation in ("UpdateItem", "DeleteItem"):
@@ -125,6 +134,13 @@ class Probe:
             }
         return None
 
+    def _lease_end(self, expiry_ms: str | None) -> int | None:
+        """When a lease ends (epoch ms on this worker's skewed clock), on the monotonic clock
+        every process shares: exact, whenever this thread runs (no reading of "now")."""
+        if not expiry_ms:
+            return None
+        return int(expiry_ms) * 1_000_000 - self._skew_ns + self._wall_to_monotonic_ns
+
     def _before(
         self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
     ) -> None:
@@ -132,6 +148,10 @@ class Probe:
         if call is None:
             return
         call["sent"] = time.monotonic_ns()
+        if "lease_end" in call:
+            # The lease left as this request leaves (the history's ``lease_ms``).
+            end = call.pop("lease_end")
+            call["lease_ms"] = None if end is None else (end - call["sent"]) / 1_000_000
         context["chaos"] = call
         if call["kind"] == "finalize" and self._roll("kill_before_finalize"):
             self._fault("kill_before_finalize")
@@ -160,6 +180,20 @@ class Probe:
             return
         call["claim"] = call["claim"] or getattr(self._local, "claim", None)
         self._history.add("finalize", landed=landed, **call)
+
+
+def _wall_to_monotonic_ns() -> int:
+    """The offset from the real wall clock (``time.time_ns``, never skewed by the harness)
+    to the monotonic clock, from the closest of a few paired readings."""
+    best: tuple[int, int] | None = None
+    for _ in range(20):
+        before = time.monotonic_ns()
+        wall = time.time_ns()
+        after = time.monotonic_ns()
+        pair = (after - before, (before + after) // 2 - wall)
+        best = pair if best is None or pair < best else best
+    assert best is not None
+    return best[1]
 
 
 def _own_retry(call: dict[str, Any], parsed: dict[str, Any]) -> bool:

@@ -1,7 +1,9 @@
 """The harness's report: a table per consumer, the JSON document, and the PNG plot.
 
-The JSON is ``{"implementations": {"once": {...}, "powertools": {...}, "naive": {...}}}``,
-each with ``deliveries``, ``executions``, ``lost`` and ``violations``, and for once's
+The JSON is ``{"implementations": {"once": {...}, "powertools": {...}, "naive": {...}}}``
+(and the run's ``engine``, ``seed``, ``fifo``, ``retention_s``, ``per_fault``), each with
+``deliveries``, ``executions``, ``lost``, ``violations`` (``order_broken`` among them) and
+``faults`` (``ttl_swept`` among them), and for once's
 consumers ``to_completion``: per ``busy`` and ``failed``, the ``count`` of messages timed
 from their first such delivery to their ack, ``median_s``, ``p90_s`` and ``unfinished``
 (never acked: in the DLQ).
@@ -81,7 +83,7 @@ def _cell(value: Any, label: str) -> str:
     return str(value)
 
 
-def plot(per_fault: dict[str, list[Run]], path: Path) -> None:
+def plot(per_fault: dict[str, list[Run]], path: Path, queue: str = "standard") -> None:
     """Grouped bars: total violations per fault kind (run alone), one bar per consumer."""
     import matplotlib
 
@@ -91,7 +93,7 @@ def plot(per_fault: dict[str, list[Run]], path: Path) -> None:
     kinds = list(per_fault)
     impls = [r.impl for r in next(iter(per_fault.values()))]
     width = 0.8 / len(impls)
-    fig, ax = plt.subplots(figsize=(11, 4.5))
+    fig, ax = plt.subplots(figsize=(13, 5))
     for i, impl in enumerate(impls):
         values = [
             sum(next(r for r in per_fault[k] if r.impl == impl).violations.values()) for k in kinds
@@ -100,7 +102,7 @@ def plot(per_fault: dict[str, list[Run]], path: Path) -> None:
     ax.set_xticks([x + width * (len(impls) - 1) / 2 for x in range(len(kinds))])
     ax.set_xticklabels(kinds, rotation=25, ha="right")
     ax.set_ylabel("invariant violations")
-    ax.set_title("Violations per fault kind (each fault alone, same workload)")
+    ax.set_title(f"Violations per fault kind, {queue} queue (each fault alone, same workload)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -15,21 +15,43 @@ from typing import Any
 HID = "harness_id"
 
 
+def harness_id(message: dict[str, Any]) -> str | None:
+    """The harness id an SQS message (as ReceiveMessage gives it) carries, if any."""
+    value: str | None = (message.get("MessageAttributes") or {}).get(HID, {}).get("StringValue")
+    return value
+
+
 @dataclass(frozen=True)
 class Send:
-    """One SendMessage: its harness id, body, kind, and the wave it goes out in."""
+    """One SendMessage: its harness id, body, kind, the wave it goes out in, and its
+    account (the message group on a FIFO queue)."""
 
     hid: str
     body: str
     kind: str  # payment, retry, concurrent, in_batch, sequential, mismatch, poison
     key: str
     wave: int  # 0: the first half, 1: after the mid-run redrive
+    group: str
 
 
 @dataclass
 class Workload:
     sends: list[Send] = field(default_factory=list)
     payments: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def in_send_order(self) -> list[Send]:
+        """The sends in the order the harness sends them: the first wave, then the second."""
+        return sorted(self.sends, key=lambda send: send.wave)
+
+    def groups(self) -> dict[str, list[str]]:
+        """Each account's business keys, in the order their first message is sent."""
+        out: dict[str, list[str]] = {}
+        seen: set[str] = set()
+        for send in self.in_send_order():
+            if send.key not in seen:
+                seen.add(send.key)
+                out.setdefault(send.group, []).append(send.key)
+        return out
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -46,7 +68,8 @@ def build(messages: int, seed: int) -> Workload:
     counter = iter(range(10**9))
 
     def add(body: dict[str, Any], kind: str, key: str, wave: int) -> None:
-        work.sends.append(Send(f"h{next(counter):06d}", json.dumps(body), kind, key, wave))
+        hid = f"h{next(counter):06d}"
+        work.sends.append(Send(hid, json.dumps(body), kind, key, wave, body["account"]))
 
     payment_no = 0
     while len(work.sends) < messages:

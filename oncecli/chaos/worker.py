@@ -1,18 +1,25 @@
 """One harness worker: a real process that polls the queue like the event source mapping,
 runs one consumer under test with the probe and the client faults installed, and applies
-AWS's partial batch response rules (``oncecli.localcloud.batchrules``).
+AWS's partial batch response rules (``oncecli.localcloud.batchrules``), deleting what is
+done ten at a time.
 
 A worker may be killed (SIGKILL) or stopped (SIGSTOP) by its own probe at any moment; its
-in-flight messages then come back after the visibility timeout, as in Lambda.
+in-flight messages then come back after the visibility timeout, as in Lambda. Like Lambda,
+it kills an invocation that outlives the function timeout (the whole process: the next
+invocation is a cold start). Its delivery faults: a batch whose visibility timeout is
+shorter than the function timeout, and a delete that fails after the consumer succeeded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import random
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +30,7 @@ from once import constants as c
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_env
 from oncecli.chaos.probe import History, Probe
 from oncecli.chaos.retrytimes import NOT_DONE
-from oncecli.chaos.traffic import HID
+from oncecli.chaos.traffic import harness_id
 from oncecli.localcloud.batchrules import decide
 from oncecli.localcloud.invocation import LambdaContext
 from oncecli.localcloud.mapping import event_record
@@ -33,7 +40,7 @@ from oncecli.localcloud.mapping import event_record
 class WorkerSpec:
     """Everything a worker process needs; plain data, so it crosses a spawn."""
 
-    impl: str  # once, once-nobackoff, once-unfenced, powertools, naive
+    impl: str  # once, once-nobackoff, once-unfenced, powertools, naive, naive-unordered
     worker: str
     seed: int
     sqs_endpoint: str
@@ -47,12 +54,77 @@ class WorkerSpec:
     pause_s: float
     timeout_s: float
     batch_size: int
+    fifo: bool = False
+    visibility_s: int = 5
+    #: Records kept this long (None: each consumer's default); the harness sweeps them.
+    retention_s: int | None = None
+    #: The file whose existence opens a DynamoDB outage window.
+    outage_flag: str = ""
 
 
-def _skew_clock(skew_s: float) -> None:
-    """Shift this process's wall clock (``time.time``) by ``skew_s`` seconds."""
+class Timeout:
+    """Lambda's function timeout: a thread that kills the process if an invocation outlives
+    it, and records that it did first. The pause fault extends the running invocation's
+    deadline (the misconfiguration it stands for: a real run longer than the lease), so the
+    stopped process is not killed the moment it resumes."""
+
+    def __init__(self, history: History) -> None:
+        self._history = history
+        self._deadline: float | None = None
+        self._changed = threading.Condition()
+        threading.Thread(target=self._watch, name="timeout", daemon=True).start()
+
+    def arm(self, seconds: float) -> None:
+        with self._changed:
+            self._deadline = time.monotonic() + seconds
+            self._changed.notify()
+
+    def extend(self, seconds: float) -> None:
+        with self._changed:
+            if self._deadline is not None:
+                self._deadline += seconds
+
+    def disarm(self) -> None:
+        with self._changed:
+            self._deadline = None
+
+    def _watch(self) -> None:
+        with self._changed:
+            while True:
+                if self._deadline is None:
+                    self._changed.wait()
+                    continue
+                left = self._deadline - time.monotonic()
+                if left > 0:
+                    self._changed.wait(left)
+                    continue
+                self._history.add("fault", kind="timeout")
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _skew_clock(skew_s: float, *, powertools: bool) -> None:
+    """Shift this process's wall clock by ``skew_s`` seconds: ``time.time``, which once and
+    the naive pattern read, and (``powertools``) ``datetime.now`` as Powertools'
+    idempotency reads it."""
     real = time.time
     time.time = lambda: real() + skew_s
+    if not powertools:
+        return
+    import datetime
+    import types
+
+    from aws_lambda_powertools.utilities.idempotency.persistence import base, dynamodb
+
+    class Skewed(datetime.datetime):
+        @classmethod
+        def now(cls, tz: datetime.tzinfo | None = None) -> datetime.datetime:  # type: ignore[override]
+            return datetime.datetime.now(tz) + datetime.timedelta(seconds=skew_s)
+
+    shifted = types.ModuleType("datetime")
+    shifted.__dict__.update(vars(datetime))
+    shifted.datetime = Skewed  # type: ignore[attr-defined]
+    for module in (base, dynamodb):
+        module.dt = shifted  # type: ignore[attr-defined]
 
 
 def _business(history: History) -> Any:
@@ -85,6 +157,10 @@ def _handler(spec: WorkerSpec, process: Any) -> Any:
             lease_margin_s=1,
             # once-nobackoff: failed and BUSY records wait for the queue's visibility timeout.
             backoff_base_s=None if spec.impl == "once-nobackoff" else c.DEFAULT_BACKOFF_BASE_S,
+            # The harness shrinks time (a 5 s visibility timeout, 3 s function timeout): its
+            # backoff is capped at the visibility timeout rather than at minutes.
+            backoff_max_s=spec.visibility_s,
+            retention_s=spec.retention_s,
         )
         if spec.impl == "once-unfenced":
             import boto3
@@ -100,10 +176,18 @@ def _handler(spec: WorkerSpec, process: Any) -> Any:
     if spec.impl == "powertools":
         from oncecli.chaos.peers.powertools import make_handler as powertools_handler
 
-        return powertools_handler(process, table_name=table)
+        if spec.retention_s is None:
+            return powertools_handler(process, table_name=table, fifo=spec.fifo)
+        return powertools_handler(
+            process, table_name=table, fifo=spec.fifo, expires_after_seconds=spec.retention_s
+        )
     from oncecli.chaos.peers.naive import make_handler as naive_handler
 
-    return naive_handler(process, table_name=table)
+    # naive-unordered: the control of FIFO runs, a loop that ignores message groups.
+    fifo = spec.fifo and spec.impl != "naive-unordered"
+    if spec.retention_s is None:
+        return naive_handler(process, table_name=table, fifo=fifo)
+    return naive_handler(process, table_name=table, fifo=fifo, retention_s=spec.retention_s)
 
 
 def run(spec: WorkerSpec) -> None:
@@ -122,7 +206,7 @@ def run(spec: WorkerSpec) -> None:
     )
     # The consumers' logs and metrics are not the report: keep the terminal for the harness.
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
-    _skew_clock(spec.skew_s)
+    _skew_clock(spec.skew_s, powertools=spec.impl == "powertools")
     rng = random.Random(f"{spec.seed}-{spec.worker}")
     history = History(spec.history_path, spec.worker)
     from oncecli.chaos.faults import Injector
@@ -130,7 +214,14 @@ def run(spec: WorkerSpec) -> None:
     faults = Injector(None, rng, on_fault=lambda kind: history.add("fault", kind=kind))
     faults.throttle(spec.rates.get("throttle", 0.0), ("UpdateItem", "PutItem", "DeleteItem"))
     faults.lose_responses(spec.rates.get("lost_response", 0.0), ("UpdateItem", "PutItem"))
-    Probe(history, spec.tables["idempotency"], spec.rates, spec.pause_s, rng).install()
+    if spec.outage_flag:
+        faults.outage(spec.outage_flag)
+    timeout = Timeout(history)
+    probe = Probe(history, spec.tables["idempotency"], spec.rates, spec.pause_s, rng, spec.skew_s)
+    # A zombie resumes with a full function timeout still to run: it outlives its lease by
+    # the pause, however slowly a busy machine lets it finish.
+    probe.on_pause = lambda paused_s: timeout.extend(paused_s + spec.timeout_s)
+    probe.install()
     import boto3
 
     sqs: Any = boto3.client("sqs")
@@ -150,17 +241,51 @@ def run(spec: WorkerSpec) -> None:
             continue
         if not messages:
             continue
-        history.add("deliver", count=len(messages))
-        _invoke(spec, sqs, handler, messages, history)
+        history.add("deliver", count=len(messages), hids=[harness_id(m) for m in messages])
+        if rng.random() < spec.rates.get("short_visibility", 0.0):
+            _shorten_visibility(spec, sqs, messages, history)
+        _invoke(spec, sqs, handler, messages, history, rng, timeout)
+
+
+#: The visibility timeout of a misconfigured delivery: shorter than the function timeout.
+SHORT_VISIBILITY_S = 1
+
+
+def _shorten_visibility(
+    spec: WorkerSpec, sqs: Any, messages: list[dict[str, Any]], history: History
+) -> None:
+    """This delivery's messages come back while the invocation still runs them, as on a
+    queue whose visibility timeout is shorter than the function timeout."""
+    history.add("fault", kind="short_visibility")
+    # If the change does not take, the delivery keeps the queue's own timeout.
+    with contextlib.suppress(BotoCoreError, ClientError):
+        sqs.change_message_visibility_batch(
+            QueueUrl=spec.queue_url,
+            Entries=[
+                {
+                    "Id": str(i),
+                    "ReceiptHandle": m["ReceiptHandle"],
+                    "VisibilityTimeout": SHORT_VISIBILITY_S,
+                }
+                for i, m in enumerate(messages)
+            ],
+        )
 
 
 def _invoke(
-    spec: WorkerSpec, sqs: Any, handler: Any, messages: list[dict[str, Any]], history: History
+    spec: WorkerSpec,
+    sqs: Any,
+    handler: Any,
+    messages: list[dict[str, Any]],
+    history: History,
+    rng: random.Random,
+    timeout: Timeout,
 ) -> None:
     queue_arn = f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
     event = {"Records": [event_record(m, queue_arn, LOCAL_REGION) for m in messages]}
     context = LambdaContext.starting_now(spec.impl, spec.timeout_s, memory_mb=256)
     by_id = {m["MessageId"]: m for m in messages}
+    timeout.arm(spec.timeout_s)
     try:
         if spec.impl.startswith("once"):
             # once says how each record ended; a BUSY or FAILED one (Outcome "busy",
@@ -169,23 +294,41 @@ def _invoke(
             response, error = handled.response, None
             for end in handled.records:
                 if end.outcome in NOT_DONE:
-                    history.add("retry", hid=_hid(by_id[end.message_id]), kind=str(end.outcome))
+                    history.add(
+                        "retry", hid=harness_id(by_id[end.message_id]), kind=str(end.outcome)
+                    )
         else:
             response, error = handler(event, context), None
         response = json.loads(json.dumps(response))
     except Exception as raised:
         response, error = None, type(raised).__name__
+    timeout.disarm()
     decision = decide([m["MessageId"] for m in messages], response, error=error)
+    done = []
     for message_id in decision.delete:
-        message = by_id[message_id]
-        try:
-            sqs.delete_message(QueueUrl=spec.queue_url, ReceiptHandle=message["ReceiptHandle"])
-        except ClientError as error:
-            # The receipt is stale: the message was received again meanwhile.
-            history.add("stale_receipt", code=error.response["Error"]["Code"])
+        if rng.random() < spec.rates.get("delete_failed", 0.0):
+            # The mapping's delete failed after a success: the message comes back, done.
+            history.add("fault", kind="delete_failed")
             continue
-        history.add("ack", hid=_hid(message))
+        done.append(by_id[message_id])
+    _delete(spec, sqs, done, history)
 
 
-def _hid(message: dict[str, Any]) -> str | None:
-    return (message.get("MessageAttributes") or {}).get(HID, {}).get("StringValue")
+def _delete(spec: WorkerSpec, sqs: Any, done: list[dict[str, Any]], history: History) -> None:
+    """Delete what the batch response says is done, ten at a time, as the event source
+    mapping does; a message whose delete fails comes back and is handled again."""
+    for start in range(0, len(done), 10):
+        chunk = {str(i): m for i, m in enumerate(done[start : start + 10])}
+        try:
+            answer = sqs.delete_message_batch(
+                QueueUrl=spec.queue_url,
+                Entries=[{"Id": i, "ReceiptHandle": m["ReceiptHandle"]} for i, m in chunk.items()],
+            )
+        except (BotoCoreError, ClientError) as error:
+            history.add("delete_error", error=type(error).__name__)
+            continue
+        for entry in answer.get("Successful", []):
+            history.add("ack", hid=harness_id(chunk[entry["Id"]]))
+        for entry in answer.get("Failed", []):
+            # The receipt is stale: the message was received again meanwhile.
+            history.add("stale_receipt", code=entry.get("Code"))

@@ -1,8 +1,10 @@
-"""A small seeded run of the fault-injection harness, on DynamoDB Local.
+"""Small seeded runs of the fault-injection harness, on DynamoDB Local: a standard queue,
+a FIFO queue and a short record retention.
 
-once must come out with no violation and nothing lost; the control run (once finalizing
-without its fence) must be caught, or the harness proves nothing. The peers run under the
-same faults; their figures are measured, not asserted.
+once must come out of each with no violation and nothing lost; each control (once
+finalizing without its fence; a FIFO loop that ignores message groups) must be caught, or
+the harness proves nothing. The peers run under the same faults; their figures are
+measured, not asserted.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import pytest
 
 from oncecli.chaos.harness import Endpoints, Run, chaos
 
-# Enough zombies and crashes in a few hundred deliveries to exercise every path.
+# Enough zombies and crashes in a few hundred deliveries to exercise every path. Each rate
+# is high enough that a run of 300 messages all but surely injects its fault (a short
+# visibility is drawn per delivery, some 100 of them; outage windows come at least every
+# 1.5 / rate = 50 s, and a consumer's run takes longer).
 RATES = {
     "pause": 0.03,
     "kill_after_claim": 0.01,
@@ -19,12 +24,21 @@ RATES = {
     "kill_before_finalize": 0.01,
     "throttle": 0.05,
     "lost_response": 0.05,
+    "outage": 0.03,
+    "delete_failed": 0.02,
+    "short_visibility": 0.1,
 }
+#: Short enough for records to expire and be swept within a run of a few hundred messages.
+RETENTION_S = 20
 
 
 @pytest.fixture(scope="module")
-def runs(dynamodb_local: dict, moto_server: str) -> dict[str, Run]:
-    endpoints = Endpoints(sqs=moto_server, dynamodb=dynamodb_local["endpoint"])
+def endpoints(dynamodb_local: dict, moto_server: str) -> Endpoints:
+    return Endpoints(sqs=moto_server, dynamodb=dynamodb_local["endpoint"])
+
+
+@pytest.fixture(scope="module")
+def runs(endpoints: Endpoints) -> dict[str, Run]:
     done = chaos(
         300,
         seed=11,
@@ -41,7 +55,16 @@ def test_once_keeps_every_invariant_under_every_fault(runs: dict[str, Run]) -> N
     assert once.deliveries >= 250
     assert once.violations == dict.fromkeys(once.violations, 0)
     assert once.lost == 0
-    for fault in ("pause", "throttle", "lost_response", "redriven"):
+    for fault in (
+        "pause",
+        "throttle",
+        "lost_response",
+        "redriven",
+        "outage",
+        "outage_windows",
+        "delete_failed",
+        "short_visibility",
+    ):
         assert once.faults.get(fault, 0) > 0, f"{fault} was never injected"
 
 
@@ -67,3 +90,57 @@ def test_the_peers_ran_under_the_same_workload(runs: dict[str, Run]) -> None:
     for impl in ("powertools", "naive"):
         assert runs[impl].deliveries > 0
         assert set(runs[impl].violations) == set(runs["once"].violations)
+
+
+@pytest.fixture(scope="module")
+def fifo_runs(endpoints: Endpoints) -> dict[str, Run]:
+    done = chaos(
+        300,
+        seed=12,
+        endpoints=endpoints,
+        workers=3,
+        rates=RATES,
+        implementations=("once", "naive-unordered"),
+        fifo=True,
+    )
+    return {run.impl: run for run in done}
+
+
+def test_once_keeps_every_invariant_and_each_group_s_order_on_a_fifo_queue(
+    fifo_runs: dict[str, Run],
+) -> None:
+    once = fifo_runs["once"]
+    assert once.deliveries >= 250
+    assert "order_broken" in once.violations
+    assert once.violations == dict.fromkeys(once.violations, 0)
+    assert once.lost == 0
+    # Poison payments held their groups until SQS moved them to the DLQ.
+    assert once.faults["workload_poison"] > 0
+
+
+def test_the_harness_catches_a_fifo_consumer_that_ignores_message_groups(
+    fifo_runs: dict[str, Run],
+) -> None:
+    assert fifo_runs["naive-unordered"].violations["order_broken"] > 0
+
+
+@pytest.fixture(scope="module")
+def retention_run(endpoints: Endpoints) -> Run:
+    (once,) = chaos(
+        300,
+        seed=13,
+        endpoints=endpoints,
+        workers=3,
+        rates=RATES,
+        implementations=("once",),
+        retention_s=RETENTION_S,
+    )
+    return once
+
+
+def test_once_keeps_every_invariant_while_its_records_expire_and_are_swept(
+    retention_run: Run,
+) -> None:
+    assert retention_run.faults["ttl_swept"] > 0
+    assert retention_run.violations == dict.fromkeys(retention_run.violations, 0)
+    assert retention_run.lost == 0

@@ -46,8 +46,12 @@ def make_handler(
     client: Any = None,
     lock_ttl_s: int = 900,
     retention_s: int = 7 * 86_400,
+    fifo: bool = False,
 ) -> Handler:
-    """An SQS batch handler with the naive lock; ``key`` is a JMESPath over the JSON body."""
+    """An SQS batch handler with the naive lock; ``key`` is a JMESPath over the JSON body.
+
+    ``fifo=False`` on a FIFO queue is the mistake of a loop that ignores message groups: it
+    goes on past a failure, so a later payment of the group runs before an earlier one."""
     key_path = jmespath.compile(key)
     clients: list[Any] = [client] if client is not None else []
 
@@ -100,8 +104,11 @@ def make_handler(
         )
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        failures = []
+        failures: list[dict[str, str]] = []
         for record in event.get("Records", []):
+            if fifo and failures:
+                failures.append({"itemIdentifier": record["messageId"]})
+                continue
             try:
                 handle(record)
             except Exception:

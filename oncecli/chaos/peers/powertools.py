@@ -7,6 +7,9 @@ registered on the config at each invocation, as the Powertools docs show. Nothin
 tuned or handicapped: records run one after the other because that is what the
 ``BatchProcessor`` does, and every record is one idempotent call.
 
+On a FIFO queue (``fifo=True``) the processor is Powertools' ``SqsFifoPartialProcessor``
+with its defaults: it stops at the first failure and reports every record after it.
+
 When every record of a batch fails, ``process_partial_response`` raises
 ``BatchProcessingError`` (Powertools' default): the invocation fails and SQS redelivers the
 whole batch, which is what a caller must take it to mean.
@@ -25,6 +28,7 @@ import jmespath
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
     EventType,
+    SqsFifoPartialProcessor,
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -51,6 +55,7 @@ def make_handler(
     validate: bool = True,
     client: Any = None,
     expires_after_seconds: int = DEFAULT_EXPIRES_AFTER_S,
+    fifo: bool = False,
 ) -> Handler:
     """An SQS batch handler: Powertools idempotency on each record, partial batch response.
 
@@ -66,7 +71,9 @@ def make_handler(
         raise_on_no_idempotency_key=True,
         expires_after_seconds=expires_after_seconds,
     )
-    processor = BatchProcessor(event_type=EventType.SQS)
+    processor: BatchProcessor = (
+        SqsFifoPartialProcessor() if fifo else BatchProcessor(event_type=EventType.SQS)
+    )
     key_path = jmespath.compile(key)
 
     @idempotent_function(
