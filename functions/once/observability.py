@@ -67,11 +67,14 @@ def subsegment(name: str) -> AbstractContextManager[Any]:
 
 
 def publish(outcomes: Iterable[tuple[str, bool]]) -> None:
-    """Count each (metric name, takeover) pair and flush one EMF blob for the batch."""
+    """Count each (metric name, takeover) pair and flush one EMF blob for the batch. A batch
+    that handled no record has nothing to count: no blob (Powertools would warn of it)."""
     counts: Counter[str] = Counter()
     for name, takeover in outcomes:
         counts[name] += 1
         counts[c.METRIC_TAKEOVER] += int(takeover)
+    if not counts:
+        return
     for name in set(METRIC_NAMES.values()) | {c.METRIC_TAKEOVER}:
         if counts[name]:
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=counts[name])

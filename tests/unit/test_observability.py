@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from typing import Any
 
 from once import PermanentError
 from once import constants as c
 from once.observability import logger as once_logger
+from once.observability import publish
 from tests.conftest import Spy, message_ids
 from tests.unit.test_outcome_table import claim_elsewhere
 
@@ -220,3 +222,12 @@ def test_logs_and_metrics_are_named_after_the_service_set_once_the_package_is_im
     [blob] = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
     assert blob["service"] == "orders-late"
     assert blob["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ShopLate"
+
+
+def test_a_batch_that_handled_no_record_publishes_no_metrics_and_no_warning(capsys) -> None:
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        publish([])
+    assert emf(capsys.readouterr().out) == {}
+    assert [str(w.message) for w in caught] == []
