@@ -23,10 +23,14 @@ poll looks again every 50 ms), so that one group is in one batch at a time, as i
 moto reads the clock anew for every message a receive looks at: a message that becomes
 visible again in the middle of a receive is missing from the messages that receive walks,
 yet it no longer locks its group, so the rest of its group is handed out before it. Here a
-receive reads the clock once and judges every message at that instant. Last, moto's
+receive reads the clock once and judges every message at that instant. And moto's
 ``delete_message`` rebuilds a queue's message list without the lock ``add_message``
 appends under, so a message sent while another is deleted could vanish: here a delete
-holds that lock.
+holds that lock. Last, a FIFO receive walks the queue's messages while deletes and
+visibility changes run beside it: a delete that lands mid-walk unlocks a group whose
+earlier messages the walk has already passed over as locked, and a later message of that
+group is handed out before them. Here a FIFO receive holds the queue's lock for its walk,
+and a delete and a visibility change wait for it.
 """
 
 from __future__ import annotations
@@ -125,6 +129,17 @@ def _delete_under_lock(self: Queue, receipt_handle: str) -> None:
         _delete_message(self, receipt_handle)
 
 
+_change_message_visibility = SQSBackend.change_message_visibility
+
+
+def _change_visibility_under_lock(
+    self: SQSBackend, queue_name: str, receipt_handle: str, visibility_timeout: int
+) -> None:
+    """moto's visibility change, never in the middle of a FIFO receive's walk."""
+    with self.get_queue(queue_name)._messages_lock:
+        _change_message_visibility(self, queue_name, receipt_handle, visibility_timeout)
+
+
 def _clock_ms(dt: Any = None) -> float:
     """moto's SQS clock: the current receive's instant on its own thread, else the time."""
     frozen = getattr(_receive_instant, "ms", None)
@@ -152,7 +167,7 @@ def _fifo_receives_take_turns(
         )
     deadline = time.monotonic() + (wait_seconds_timeout or 0)
     while True:
-        with _fifo_receives:
+        with _fifo_receives, self.get_queue(queue_name)._messages_lock:
             _receive_instant.ms = _unix_time_millis()
             try:
                 found = _receive_message(
@@ -172,6 +187,7 @@ Queue.pending_message_groups = property(_groups_in_flight)  # type: ignore[assig
 SQSBackend.receive_message = _fifo_receives_take_turns  # type: ignore[method-assign]
 sqs_models.unix_time_millis = _clock_ms
 Queue.delete_message = _delete_under_lock  # type: ignore[method-assign]
+SQSBackend.change_message_visibility = _change_visibility_under_lock  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -107,3 +107,51 @@ def test_a_fifo_message_visible_again_mid_receive_is_not_overtaken_by_its_group(
     during, after = json.loads(done.stdout.strip().splitlines()[-1])
     assert during == []
     assert after == ["m0", "m1"]
+
+
+#: Run in a child process, as _RACE: a delete lands while a receive walks the messages.
+_DELETE_MID_WALK = """
+import json, threading
+from moto.sqs.models import Queue, sqs_backends
+import oncecli.localcloud.motoserver  # noqa: F401  (the patches)
+
+backend = sqs_backends["123456789012"]["us-east-1"]
+queue = backend.create_queue("g.fifo", FifoQueue="true", VisibilityTimeout="30")
+for body, group in (("a0", "a"), ("a1", "a"), ("b0", "b"), ("a2", "a")):
+    backend.send_message("g.fifo", body, group_id=group, deduplication_id=body)
+(a0,) = backend.receive_message("g.fifo", 1, 0, 30)  # in flight: group a is locked
+(b0,) = backend.receive_message("g.fifo", 1, 0, 30)
+next(m for m in queue._messages if m.body == "b0").visible_at = 0  # b0 is back
+walk = Queue.messages.fget
+deleter = threading.Thread(target=backend.delete_message, args=("g.fifo", a0.receipt_handle))
+
+def messages_then_delete(self):
+    found = walk(self)
+    if deleter.ident is None:  # the first walk only
+        deleter.start()
+        deleter.join(timeout=0.5)  # a delete that does not wait for the walk lands now
+    return found
+
+Queue.messages = property(messages_then_delete)
+during = [m.body for m in backend.receive_message("g.fifo", 10, 0, 30)]
+Queue.messages = property(walk)
+deleter.join()
+after = [m.body for m in backend.receive_message("g.fifo", 10, 0, 30)]
+print(json.dumps([during, after]))
+"""
+
+
+def test_a_delete_during_a_fifo_receive_does_not_let_a_later_message_of_its_group_overtake():
+    """moto walked past a1 (group a locked by a0 in flight); a0's delete landed mid-walk;
+    b0, back from its visibility timeout, made the walk look at the locks again, and a2
+    went out before a1. The patched receive holds the queue's lock; the delete waits."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DELETE_MID_WALK],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    during, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert during == ["b0"]
+    assert after == ["a1", "a2"]
