@@ -95,3 +95,6 @@ METRIC_LEASE_LOST: Final = "LeaseLost"
 METRIC_LEASE_EXPIRED: Final = "LeaseExpired"
 METRIC_TAKEOVER: Final = "Takeover"
 METRIC_DEADLINE: Final = "DeadlineSkipped"
+#: once's own code raised while handling a record (a bug in once): that record only is
+#: reported failed; counted beside its outcome, like ``Takeover``.
+METRIC_INTERNAL_ERROR: Final = "InternalError"

@@ -206,8 +206,9 @@ class Handler:
                 if segment is not None:
                     segment.put_annotation("records", len(handled))
         except Exception as error:
-            # A bug, not a record problem: acknowledge nothing, let SQS redeliver. The log
-            # names the error's class and where it was raised; its message may quote a body.
+            # A bug in once outside any one record (each record's own errors are confined
+            # to it): acknowledge nothing, let SQS redeliver. The log names the error's class
+            # and where it was raised; its message may quote a body.
             logger.error(
                 "batch aborted; every record will be redelivered",
                 extra={
@@ -215,16 +216,31 @@ class Handler:
                     "stack": traceback.format_tb(error.__traceback__),
                 },
             )
-            return BatchResult(
-                tuple(
-                    RecordResult(r.message_id, Outcome.FAILED, reason=type(error).__name__)
-                    for r in records
+            handled = [
+                RecordResult(
+                    r.message_id, Outcome.FAILED, reason=type(error).__name__, internal_error=True
                 )
-            )
-        publish((METRIC_NAMES[h.outcome], h.takeover) for h in handled)
-        if self._visibility is not None:
-            self._delay(records, handled, context)
+                for r in records
+            ]
+        self._after(records, handled, context)
         return BatchResult(tuple(handled))
+
+    def _after(self, records: list[Any], handled: list[RecordResult], context: Any) -> None:
+        """The batch's metrics, then the retry backoff. Neither may cost the batch response:
+        an error in either is logged and the response goes back to Lambda as it is."""
+        try:
+            publish((METRIC_NAMES[h.outcome], h.takeover) for h in handled)
+        except Exception as error:
+            logger.error("metrics not published", extra={"error": type(error).__name__})
+        if self._visibility is None:
+            return
+        try:
+            self._delay(records, handled, context)
+        except Exception as error:
+            logger.error(
+                "visibility not changed: the records come back after the queue's timeout",
+                extra={"error": type(error).__name__},
+            )
 
     def _delay(self, records: list[Any], handled: list[RecordResult], context: Any) -> None:
         """The backoff, unless the invocation is about to time out: a timeout would lose the

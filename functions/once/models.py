@@ -155,6 +155,8 @@ class RecordResult:
     reason: str | None = None
     #: BUSY: how long the holder's lease still ran when the claim was refused.
     holder_remaining_ms: int | None = None
+    #: once's own code raised while handling it (a bug): counted as ``InternalError``.
+    internal_error: bool = False
 
 
 @dataclass(frozen=True)

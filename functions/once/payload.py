@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,13 @@ from once.models import PermanentError
 
 #: Sentinel for ``validate``: hash the whole body.
 WHOLE_BODY = "@"
+#: The key of what is stored for a value that cannot be stored as JSON: its type.
+_UNENCODABLE = "unencodable"
+#: Longest type name kept in a stand-in or an error description.
+_TYPE_NAME_MAX_CHARS = 100
+#: What SQS accepts in a message attribute: #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
+#: #x10000-#x10FFFF; the rest is escaped.
+_UNSENDABLE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 class BadMessage(Exception):
@@ -151,29 +159,84 @@ def _name(value: Any) -> str:
     return type(value).__name__
 
 
-def encode_result(result: Any, cap_bytes: int = c.RESULT_CAP_BYTES) -> str:
-    """The JSON stored as ``result``; over the cap, only its size and sha256.
+class _TotalEncoder(Encoder):
+    """Powertools' encoder (Decimals as their exact text, dataclasses and pydantic models as
+    Powertools' idempotency utility encodes them) that never gives up on a value: whatever it
+    cannot encode (a set, bytes, an object whose ``json`` attribute is not pydantic's, a
+    dataclass whose fields raise) is stored as ``{"unencodable": "<type>"}`` in its place,
+    and its type is noted in ``stand_ins``."""
 
-    Decimals (what boto3's resource API returns), dataclasses and pydantic models are
-    encoded as Powertools' idempotency utility encodes them. Raises ``TypeError`` or
-    ``ValueError`` for a result that is not JSON even so (see ``unencodable_result``).
+    def __init__(self, *args: Any, stand_ins: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stand_ins = stand_ins
+
+    def default(self, obj: Any) -> Any:
+        try:
+            return super().default(obj)
+        except Exception:
+            self.stand_ins.append(type_name(obj))
+            return {_UNENCODABLE: type_name(obj)}
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """What is stored as ``result`` and what had to give way for it to be stored."""
+
+    text: str
+    #: The types of the values stored as ``{"unencodable": "<type>"}``, in place or whole.
+    stand_ins: tuple[str, ...] = ()
+    #: The error that made the whole result a stand-in (its class), if one did.
+    error: str | None = None
+
+
+def encode_result(result: Any, cap_bytes: int = c.RESULT_CAP_BYTES) -> StoredResult:
+    """The JSON stored as ``result``; over the cap, only its size and sha256. Total: it
+    returns for every value and never raises.
+
+    A value that cannot be encoded is stored as ``{"unencodable": "<type>"}`` in its place
+    (``_TotalEncoder``); a result that cannot be encoded at all (a circular reference, keys
+    that cannot be sorted, NaN or infinity, which strict JSON has no text for, an integer
+    too long to print, a lone surrogate, a ``dict`` whose methods raise) is stored whole as
+    that stand-in. Business code returned, so its effect happened: the record completes
+    with what can be stored, and the caller says so in a warning.
     """
-    text = json.dumps(
-        result, cls=Encoder, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    size = len(text.encode("utf-8"))
+    stand_ins: list[str] = []
+    try:
+        text = json.dumps(
+            result,
+            cls=_TotalEncoder,
+            stand_ins=stand_ins,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+        size = len(text.encode("utf-8"))
+    except Exception as error:
+        return StoredResult(stand_in(result), (type_name(result),), _name(error))
     if size <= cap_bytes:
-        return text
-    return canonical_json({"capped": True, "size": size, "sha256": sha256(text)})
+        return StoredResult(text, tuple(stand_ins))
+    capped = canonical_json({"capped": True, "size": size, "sha256": sha256(text)})
+    return StoredResult(capped, tuple(stand_ins))
 
 
-def unencodable_result(result: Any) -> str:
-    """What is stored when a result cannot be encoded: its type, nothing of its value.
+def stand_in(value: Any) -> str:
+    """What is stored for a result that cannot be stored at all: its type, nothing of its
+    value (a value the encoder cannot take is stored so in its place, see ``encode_result``)."""
+    return canonical_json({_UNENCODABLE: type_name(value)})
 
-    Business code returned, so its effect happened: the record completes with this stand-in
-    rather than failing, which would invite every redelivery to run the effect again.
-    """
-    return canonical_json({"unencodable": type(result).__name__})
+
+def type_name(value: Any) -> str:
+    """A value's type name, safe to store, log and send: any type may be named anything
+    (``type("\\ud800", (), {})``), so the name is cut short and made valid text."""
+    return clean_text(type(value).__name__)[:_TYPE_NAME_MAX_CHARS]
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every character that DynamoDB or an SQS message attribute would refuse
+    (a lone surrogate; control characters but tab, newline and carriage return; U+FFFE and
+    U+FFFF) written as its ``\\uXXXX`` escape, so that storing or sending it cannot fail."""
+    return _UNSENDABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def describe_error(error: BaseException) -> str:
@@ -185,5 +248,9 @@ def describe_error(error: BaseException) -> str:
     (``invalid literal for int() with base 10: '...'``).
     """
     if isinstance(error, PermanentError):
-        return f"{type(error).__name__}: {error}"[: c.ERROR_MAX_CHARS]
-    return type(error).__name__[: c.ERROR_MAX_CHARS]
+        try:
+            text = f"{type_name(error)}: {error}"
+        except Exception:  # a __str__ that raises: the class says what it can
+            text = type_name(error)
+        return clean_text(text)[: c.ERROR_MAX_CHARS]
+    return type_name(error)[: c.ERROR_MAX_CHARS]

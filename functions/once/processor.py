@@ -15,8 +15,10 @@ message ids of its own batch.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,9 +32,11 @@ from once.payload import (
     BadMessage,
     BodyReader,
     Parsed,
+    StoredResult,
     describe_error,
     encode_result,
-    unencodable_result,
+    stand_in,
+    type_name,
 )
 from once.protocol import must_quarantine_takeover
 from once.quarantine import Quarantine
@@ -144,12 +148,37 @@ class BatchProcessor:
                     item.parsed.key if item.parsed else None,
                 )
             else:
-                handled = self._run_item(item, context, leaders)
+                handled = self._contained(item, context, leaders)
             if stop_on_failure and not handled.outcome.acknowledged:
                 stopped.add(group)
             self._log(handled)
             results.append(handled)
         return results
+
+    def _contained(
+        self, item: _Item, context: Any, leaders: dict[tuple[str, str], RecordResult]
+    ) -> RecordResult:
+        """``_run_item``, with an error of once's own code confined to this record: it is
+        reported failed (SQS retries it; never acknowledged), counted as ``InternalError``
+        and logged with its class and where it was raised, and the batch goes on. The
+        protocol's own steps catch what they expect, so reaching here is a bug in once."""
+        try:
+            return self._run_item(item, context, leaders)
+        except Exception as error:
+            self._warn(
+                "internal error: this record will be redelivered",
+                level="error",
+                message_id=item.record.message_id,
+                error=_class(error),
+                stack=traceback.format_tb(error.__traceback__),
+            )
+            return RecordResult(
+                item.record.message_id,
+                Outcome.FAILED,
+                item.parsed.key if item.parsed else None,
+                reason=_class(error),
+                internal_error=True,
+            )
 
     def _run_item(
         self, item: _Item, context: Any, leaders: dict[tuple[str, str], RecordResult]
@@ -279,19 +308,32 @@ class BatchProcessor:
         except Exception as error:
             written = self._finalize(self._store.fail, record_id, claim, describe_error(error))
             return _replace(done, _unfinished(written), describe_error(error))
-        written = self._finalize(self._store.complete, record_id, claim, self._encode(value, done))
-        return done if written else _replace(done, _unfinished(written))
+        return self._complete(record_id, claim, value, done)
 
-    def _encode(self, value: Any, done: RecordResult) -> str:
-        """The stored result. It never fails: business code returned, the effect happened."""
+    def _complete(
+        self, record_id: str, claim: Claimed, value: Any, done: RecordResult
+    ) -> RecordResult:
+        """Business code returned: its effect happened, so the record completes, whatever
+        the value. Nothing here raises: the result is stored in a safe form when it cannot
+        be stored as is (said in a warning), and only the completing write itself failing
+        (DynamoDB refusing it past the SDK's retries) leaves the record IN_PROGRESS, as a
+        crash before the finalize would."""
         try:
-            return encode_result(value)
-        except (TypeError, ValueError, RecursionError) as error:
-            self._logger.warning(
-                "result is not JSON: the record completes with its type only",
-                extra={"message_id": done.message_id, "key": done.key, "error": _class(error)},
+            stored = encode_result(value)
+        except Exception as error:  # encode_result is total; a bug in it still completes
+            stored = StoredResult(stand_in(value), (type_name(value),), _class(error))
+            done = dataclasses.replace(done, internal_error=True)
+        if stored.stand_ins:
+            self._warn(
+                "result stored in a safe form: what cannot be stored as JSON is stored as "
+                '{"unencodable": "<type>"}',
+                message_id=done.message_id,
+                key=done.key,
+                stand_ins=sorted(set(stored.stand_ins)),
+                error=stored.error,
             )
-            return unencodable_result(value)
+        written = self._finalize(self._store.complete, record_id, claim, stored.text)
+        return done if written else _replace(done, _unfinished(written))
 
     def _finalize(
         self, write: Callable[[str, Claimed, str], bool], record_id: str, claim: Claimed, value: str
@@ -301,9 +343,8 @@ class BatchProcessor:
         try:
             return write(record_id, claim, value)
         except Exception as error:
-            self._logger.warning(
-                "finalize failed",
-                extra={"record_id": record_id, "fence": claim.fence, "error": _class(error)},
+            self._warn(
+                "finalize failed", record_id=record_id, fence=claim.fence, error=_class(error)
             )
             return None
 
@@ -334,17 +375,21 @@ class BatchProcessor:
         return context.get_remaining_time_in_millis() + self._settings.lease_margin_ms
 
     def _log(self, handled: RecordResult) -> None:
-        self._logger.info(
-            "record %s",
-            handled.outcome.value,
-            extra={
-                "message_id": handled.message_id,
-                "key": handled.key,
-                "fence": handled.fence,
-                "outcome": handled.outcome.value,
-                "reason": handled.reason,
-            },
+        self._warn(
+            f"record {handled.outcome.value}",
+            level="info",
+            message_id=handled.message_id,
+            key=handled.key,
+            fence=handled.fence,
+            outcome=handled.outcome.value,
+            reason=handled.reason,
         )
+
+    def _warn(self, message: str, *, level: str = "warning", **extra: Any) -> None:
+        """Log a line; a logger that raises (a team's filter or handler) is ignored: a log
+        line is never a reason to lose a record's outcome."""
+        with contextlib.suppress(Exception):
+            getattr(self._logger, level)(message, extra=extra, stacklevel=3)
 
 
 def _review_fence(record: SQSRecord) -> int | None:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from once import constants as c
 
 #: SQS allows at most 10 message attributes on a message.
@@ -65,9 +63,24 @@ class Quarantine:
         self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
     ) -> bool:
         """True when the record is safely in the DLQ; False means: report it failed.
-        ``fence``: the FAILED record's, on a quarantined takeover (``once.fence``)."""
+        ``fence``: the FAILED record's, on a quarantined takeover (``once.fence``).
+
+        Total: whatever refuses the send (SQS, the SDK's checks of the request, a carried
+        attribute that cannot be decoded), the message is not in the DLQ, and the answer is
+        False."""
         if not self._url:
             return False
+        try:
+            self._client.send_message(**self._request(self._url, record, reason, error, fence))
+        except Exception:
+            return False
+        return True
+
+    @staticmethod
+    def _request(
+        url: str, record: dict[str, Any], reason: str, error: str, fence: int | None
+    ) -> dict[str, Any]:
+        """The SendMessage request that puts ``record`` in the DLQ at ``url``."""
         ours = {
             c.QUARANTINE_ATTR_MESSAGE_ID: {
                 "DataType": "String",
@@ -80,7 +93,7 @@ class Quarantine:
             ours[c.QUARANTINE_ATTR_FENCE] = {"DataType": "Number", "StringValue": str(fence)}
         attributes = _carried_attributes(record, _MAX_ATTRIBUTES - len(ours)) | ours
         request: dict[str, Any] = {
-            "QueueUrl": self._url,
+            "QueueUrl": url,
             "MessageBody": record["body"],
             "MessageAttributes": attributes,
         }
@@ -88,14 +101,10 @@ class Quarantine:
         if group:
             # A FIFO message keeps its group; so does a fair (standard) queue's tenant.
             request["MessageGroupId"] = group
-        if self._url.endswith(".fifo"):
+        if url.endswith(".fifo"):
             # Unique per source message and the same on each of its redeliveries: a retried
             # quarantine of one message is deduplicated, two messages never are (the
             # producer's own deduplication id may be shared by different messages).
             # Standard queues take no deduplication id.
             request["MessageDeduplicationId"] = record["messageId"]
-        try:
-            self._client.send_message(**request)
-        except (BotoCoreError, ClientError):
-            return False
-        return True
+        return request

@@ -120,7 +120,8 @@ def test_a_batch_aborted_by_a_bug_reports_every_record_failed_with_the_error_cla
     result = handler.handle(event, None)
 
     assert result.records == tuple(
-        RecordResult(m, Outcome.FAILED, reason="KeyError") for m in message_ids(event)
+        RecordResult(m, Outcome.FAILED, reason="KeyError", internal_error=True)
+        for m in message_ids(event)
     )
     assert failed_ids(result.response) == message_ids(event)
 

@@ -29,10 +29,10 @@ def test_a_result_over_the_cap_is_stored_as_size_and_hash(aws, once_handler, sqs
 def test_a_result_of_exactly_the_cap_is_stored_whole() -> None:
     text = json.dumps("x" * (c.RESULT_CAP_BYTES - 2))  # two quotes
     assert len(text.encode()) == c.RESULT_CAP_BYTES
-    assert encode_result(json.loads(text)) == text
-    assert json.loads(encode_result("x" * (c.RESULT_CAP_BYTES - 1)))["capped"] is True
+    assert encode_result(json.loads(text)).text == text
+    assert json.loads(encode_result("x" * (c.RESULT_CAP_BYTES - 1)).text)["capped"] is True
 
 
 def test_the_cap_counts_bytes_not_characters() -> None:
     result = "é" * (c.RESULT_CAP_BYTES // 2)  # 2 bytes each: over the cap in UTF-8
-    assert json.loads(encode_result(result))["size"] == c.RESULT_CAP_BYTES + 2
+    assert json.loads(encode_result(result).text)["size"] == c.RESULT_CAP_BYTES + 2
