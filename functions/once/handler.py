@@ -243,19 +243,16 @@ class Handler:
             )
 
     def _delay(self, records: list[Any], handled: list[RecordResult], context: Any) -> None:
-        """The backoff, unless the invocation is about to time out: a timeout would lose the
-        batch response and redeliver every record, acknowledged ones included."""
+        """The backoff, keeping the time the batch response needs: a timeout would lose it
+        and redeliver every record, acknowledged ones included (``Visibility.delay`` checks
+        the time left before each call)."""
         assert self._visibility is not None
-        remaining = None if context is None else context.get_remaining_time_in_millis()
-        if remaining is not None and remaining < self._min_remaining_ms:
-            if any(not h.outcome.acknowledged for h in handled):
-                logger.warning(
-                    "visibility change skipped, too little time left: the records come back "
-                    "after the queue's timeout",
-                    extra={"remaining_ms": remaining},
-                )
-            return
-        self._visibility.delay(records, handled)
+        self._visibility.delay(
+            records,
+            handled,
+            time_left_ms=None if context is None else context.get_remaining_time_in_millis,
+            reserve_ms=self._min_remaining_ms,
+        )
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
         """The Lambda entry point: the partial batch response of ``handle``."""

@@ -4,13 +4,18 @@ reports failed.
 
 A change that fails is logged and changes nothing else: the record comes back after the
 queue's own visibility timeout, as it would without backoff. Nothing here can fail the
-batch or keep a record from being reported.
+batch or keep a record from being reported. Nor may it cost the invocation its deadline: a
+Lambda timeout loses the batch response, and every record of the batch, acknowledged or
+quarantined, comes back. So the time left is checked before each call, not once per batch:
+a call is made only while the time left covers the reserve the batch response needs plus
+the slowest call seen so far; the rest are skipped (logged) and come back after the queue's
+timeout.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -30,8 +35,19 @@ class Visibility:
         self._backoff = backoff
         self._logger = logger
 
-    def delay(self, records: Iterable[SQSRecord], handled: Iterable[RecordResult]) -> None:
-        """Set the visibility of every record the batch response reports failed."""
+    def delay(
+        self,
+        records: Iterable[SQSRecord],
+        handled: Iterable[RecordResult],
+        *,
+        time_left_ms: Callable[[], int] | None = None,
+        reserve_ms: int = 0,
+    ) -> None:
+        """Set the visibility of every record the batch response reports failed.
+
+        ``time_left_ms`` (the invocation's remaining time; None outside Lambda) is asked
+        before each call: with less than ``reserve_ms`` plus the slowest call so far left,
+        the remaining changes are skipped."""
         by_id = {record.message_id: record for record in records}
         by_queue: dict[str, list[dict[str, Any]]] = {}
         for index, end in enumerate(h for h in handled if not h.outcome.acknowledged):
@@ -43,9 +59,27 @@ class Visibility:
                     "VisibilityTimeout": self._timeout_s(record, end),
                 }
             )
-        for arn, entries in by_queue.items():
-            for start in range(0, len(entries), _BATCH):
-                self._change(arn, entries[start : start + _BATCH])
+        calls = [
+            (arn, entries[start : start + _BATCH])
+            for arn, entries in by_queue.items()
+            for start in range(0, len(entries), _BATCH)
+        ]
+        slowest_ms = 0
+        for made, (arn, entries) in enumerate(calls):
+            before = time_left_ms() if time_left_ms is not None else None
+            if before is not None and before < reserve_ms + slowest_ms:
+                self._logger.warning(
+                    "visibility change skipped, too little time left: the records come back "
+                    "after the queue's timeout",
+                    extra={
+                        "remaining_ms": before,
+                        "records": sum(len(skipped) for _, skipped in calls[made:]),
+                    },
+                )
+                return
+            self._change(arn, entries)
+            if before is not None and time_left_ms is not None:
+                slowest_ms = max(slowest_ms, before - time_left_ms())
 
     def _timeout_s(self, record: SQSRecord, end: RecordResult) -> int:
         count = record.attributes.get("ApproximateReceiveCount")

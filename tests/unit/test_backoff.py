@@ -291,3 +291,39 @@ def test_the_runtimes_aws_calls_give_up_after_seconds_not_a_minute(aws, once_han
         assert config.connect_timeout <= 5
         assert config.read_timeout <= 5
         assert config.retries["mode"] == "standard"
+
+
+class _Unreachable:
+    """A record store whose every claim fails at once: each record of a batch is FAILED
+    without a DynamoDB call."""
+
+    def claim(self, *_: Any, **__: Any) -> None:
+        raise ConnectionError("DynamoDB unreachable")
+
+
+def test_the_time_left_is_checked_before_each_visibility_call_not_once_per_batch(
+    aws, once_handler, sqs_event, context, caplog
+) -> None:
+    # 300 failed records need 30 calls; each takes 50 ms of the invocation's 1,000 ms left.
+    left_ms = [1_000]
+    left_after_each_call: list[int] = []
+    handler = once_handler(fail_some, min_remaining_ms=500)
+    handler.bind(store=_Unreachable())
+
+    def takes_50_ms(**_: Any) -> None:
+        left_ms[0] -= 50
+        left_after_each_call.append(left_ms[0])
+
+    handler.processor._quarantine._client.meta.events.register(
+        "before-call.sqs.ChangeMessageVisibilityBatch", takes_50_ms
+    )
+    event = sqs_event([{"orderId": f"o-{i}"} for i in range(300)])
+
+    response = handler(event, context(lambda: left_ms[0]))
+
+    assert len(failed_ids(response)) == 300  # every one still reported: SQS redelivers
+    # The batch response keeps its 500 ms: no call ran into them, and calls stopped there.
+    assert min(left_after_each_call) >= 500
+    assert len(left_after_each_call) == 10
+    [skipped] = [r for r in caplog.records if "visibility change skipped" in r.getMessage()]
+    assert skipped.records == 200
