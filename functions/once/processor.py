@@ -186,21 +186,19 @@ class BatchProcessor:
         message_id = item.record.message_id
         if item.parsed is None:
             assert item.bad is not None
-            return self._quarantined(item.record, None, item.bad.reason, str(item.bad))
+            return self._quarantined(item.record, None, item.bad.reason, str(item.bad), context)
         parsed = item.parsed
         leader = leaders.get((parsed.key, parsed.payload_hash))
         if leader is not None:
-            return self._follow(item, leader)
-        if context is not None and context.get_remaining_time_in_millis() < (
-            self._settings.min_remaining_ms
-        ):
+            return self._follow(item, leader, context)
+        if self._too_late(context):
             handled = RecordResult(message_id, Outcome.DEADLINE, parsed.key)
         else:
             handled = self._claim_and_run(item.record, parsed, context)
         leaders[(parsed.key, parsed.payload_hash)] = handled
         return handled
 
-    def _follow(self, item: _Item, leader: RecordResult) -> RecordResult:
+    def _follow(self, item: _Item, leader: RecordResult, context: Any) -> RecordResult:
         """Same key, same payload, same batch: no write, the leader's outcome decides."""
         assert item.parsed is not None
         if leader.outcome in (Outcome.QUARANTINED, Outcome.CONFLICT, Outcome.LEASE_EXPIRED):
@@ -209,6 +207,7 @@ class BatchProcessor:
                 item.parsed.key,
                 leader.reason or c.REASON_PERMANENT_ERROR,
                 "follows " + leader.message_id,
+                context,
                 outcome=leader.outcome,
                 review_fence=leader.fence if leader.outcome is Outcome.LEASE_EXPIRED else None,
             )
@@ -241,6 +240,7 @@ class BatchProcessor:
                     parsed.key,
                     c.REASON_CONFLICT,
                     "payload differs from the stored record",
+                    context,
                     outcome=Outcome.CONFLICT,
                     fence=claim.record.fence,
                 )
@@ -254,11 +254,11 @@ class BatchProcessor:
         if self._settings.quarantine_takeovers and must_quarantine_takeover(
             takeover=claim.takeover, previous=claim.previous, review_fence=_review_fence(record)
         ):
-            return self._quarantine_takeover(record, parsed, stored_as, claim)
-        return self._execute(record, parsed, stored_as, claim)
+            return self._quarantine_takeover(record, parsed, stored_as, claim, context)
+        return self._execute(record, parsed, stored_as, claim, context)
 
     def _quarantine_takeover(
-        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
+        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed, context: Any
     ) -> RecordResult:
         """Mark the record FAILED (fenced), then send the message to the DLQ for review."""
         held = RecordResult(
@@ -272,6 +272,7 @@ class BatchProcessor:
             parsed.key,
             c.REASON_LEASE_EXPIRED,
             "an earlier claim expired mid-flight; business code was not run",
+            context,
             outcome=Outcome.LEASE_EXPIRED,
             fence=claim.fence,
             takeover=claim.takeover,
@@ -279,7 +280,7 @@ class BatchProcessor:
         )
 
     def _execute(
-        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed
+        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed, context: Any
     ) -> RecordResult:
         """Run business code under a claim, then finalize with the fence."""
         attempt = Attempt(
@@ -302,6 +303,7 @@ class BatchProcessor:
                 parsed.key,
                 c.REASON_PERMANENT_ERROR,
                 describe_error(error),
+                context,
                 fence=claim.fence,
                 takeover=claim.takeover,
             )
@@ -354,6 +356,7 @@ class BatchProcessor:
         key: str | None,
         reason: str,
         error: str,
+        context: Any,
         *,
         outcome: Outcome = Outcome.QUARANTINED,
         fence: int | None = None,
@@ -364,10 +367,22 @@ class BatchProcessor:
         stays what it was (QUARANTINED, or CONFLICT: its own metric) once the send went
         through; otherwise the record is FAILED and SQS redelivers it. ``review_fence``:
         the fence of the record a quarantined takeover failed, which a review must match."""
+        if self._too_late(context):
+            # One send per record: with too little time left, the batch response comes
+            # first; the message comes back and is quarantined then.
+            return RecordResult(record.message_id, Outcome.DEADLINE, key, fence, takeover, reason)
         sent = self._quarantine.send(record.raw_event, reason, error, fence=review_fence)
         if not sent:
             outcome = Outcome.FAILED
         return RecordResult(record.message_id, outcome, key, fence, takeover, reason)
+
+    def _too_late(self, context: Any) -> bool:
+        """Less than ``min_remaining_ms`` left in the invocation: start no call that a
+        record could do without (a claim, a quarantine send), so that the batch response
+        is returned before Lambda's deadline."""
+        return context is not None and (
+            context.get_remaining_time_in_millis() < self._settings.min_remaining_ms
+        )
 
     def _lease_ms(self, context: Any) -> int:
         if context is None:

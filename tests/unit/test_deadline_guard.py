@@ -1,9 +1,11 @@
 """The deadline guard: with less than ``min_remaining_ms`` left in the invocation a record is
-not claimed; it is reported failed, unclaimed, with no write to the table."""
+not claimed (it is reported failed, unclaimed, with no write to the table), and no DLQ send
+is started (the message comes back and is quarantined then)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from once.models import Outcome
 from tests.conftest import Calls, count_calls, failed_ids, message_ids, outcomes, store_client
@@ -61,3 +63,31 @@ def test_records_reached_after_time_runs_out_in_a_batch_are_left_unclaimed(
     assert result[3:] == [Outcome.SKIPPED] * 3  # FIFO: the rest of the group waits its turn
     assert spy.keys == ["o-0", "o-1"]
     assert aws.record("o-2") is None
+
+
+def test_quarantine_sends_stop_when_too_little_time_remains(
+    aws, once_handler, spy, sqs_event, context
+) -> None:
+    # 30 bodies that are not JSON, one DLQ send each; each send takes 50 ms of 1,000 ms left.
+    left_ms = [1_000]
+    left_at_each_send: list[int] = []
+    handler = once_handler(spy, min_remaining_ms=500)
+
+    def takes_50_ms(**_: Any) -> None:
+        left_at_each_send.append(left_ms[0])
+        left_ms[0] -= 50
+
+    handler.processor._quarantine._client.meta.events.register(
+        "before-call.sqs.SendMessage", takes_50_ms
+    )
+    event = sqs_event(["not json"] * 30)
+
+    result = handler.handle(event, context(lambda: left_ms[0]))
+
+    sent = len(left_at_each_send)
+    assert min(left_at_each_send) >= 500
+    assert [r.outcome for r in result.records] == (
+        [Outcome.QUARANTINED] * sent + [Outcome.DEADLINE] * (30 - sent)
+    )
+    assert len(aws.dlq()) == sent  # acknowledged = in the DLQ; the rest come back
+    assert failed_ids(result.response) == message_ids(event)[sent:]
