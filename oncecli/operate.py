@@ -298,6 +298,7 @@ def inspect(args: argparse.Namespace, console: Console) -> int:
         ("updated_at", c.ATTR_UPDATED_AT),
         ("result", c.ATTR_RESULT),
         ("error", c.ATTR_ERROR),
+        ("review_fence", c.ATTR_REVIEW_FENCE),
     ):
         if value(name) is not None:
             table.add_row(label, value(name))

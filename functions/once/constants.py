@@ -19,6 +19,10 @@ ATTR_RESULT: Final = "result"
 ATTR_ERROR: Final = "error"
 ATTR_MESSAGE_ID: Final = "message_id"
 ATTR_UPDATED_AT: Final = "updated_at"
+#: On a record FAILED by a quarantined takeover (error ``LEASE_EXPIRED``): the fence of the
+#: claim that first quarantined the crashed attempt. Every DLQ message of that crash carries
+#: it as ``once.fence``; further copies quarantined before a review keep it.
+ATTR_REVIEW_FENCE: Final = "review_fence"
 
 #: The idempotency table's TTL attribute (epoch seconds).
 TTL_ATTRIBUTE: Final = ATTR_EXPIRES_AT
@@ -70,8 +74,8 @@ ERROR_MAX_CHARS: Final = 500
 QUARANTINE_ATTR_MESSAGE_ID: Final = "once.original_message_id"
 QUARANTINE_ATTR_REASON: Final = "once.reason"
 QUARANTINE_ATTR_ERROR: Final = "once.error"
-#: On a ``LEASE_EXPIRED`` quarantine only: the fence of the record it failed. A redriven
-#: message counts as reviewed only while the record is still that FAILED one.
+#: On a ``LEASE_EXPIRED`` quarantine only: the record's review fence (``ATTR_REVIEW_FENCE``).
+#: A redriven message counts as reviewed only while the record is still FAILED by that crash.
 QUARANTINE_ATTR_FENCE: Final = "once.fence"
 #: ``once.reason`` values: why a message was quarantined.
 REASON_INVALID_JSON: Final = "INVALID_JSON"

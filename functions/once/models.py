@@ -85,6 +85,8 @@ class Record:
     error: str | None = None
     message_id: str | None = None
     updated_at: int | None = None
+    #: FAILED by a quarantined takeover: the fence its DLQ messages carry as ``once.fence``.
+    review_fence: int | None = None
 
     @classmethod
     def from_item(cls, item: dict[str, dict[str, str]]) -> Record:
@@ -110,6 +112,7 @@ class Record:
             error=text(c.ATTR_ERROR),
             message_id=text(c.ATTR_MESSAGE_ID),
             updated_at=number(c.ATTR_UPDATED_AT),
+            review_fence=number(c.ATTR_REVIEW_FENCE),
         )
 
     def is_live(self, now_s: int) -> bool:
@@ -157,6 +160,8 @@ class RecordResult:
     holder_remaining_ms: int | None = None
     #: once's own code raised while handling it (a bug): counted as ``InternalError``.
     internal_error: bool = False
+    #: LEASE_EXPIRED: the ``once.fence`` its DLQ message carries (the record's review fence).
+    review_fence: int | None = None
 
 
 @dataclass(frozen=True)

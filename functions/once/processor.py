@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import traceback
 from collections.abc import Callable, Iterable
@@ -38,7 +39,7 @@ from once.payload import (
     stand_in,
     type_name,
 )
-from once.protocol import must_quarantine_takeover
+from once.protocol import must_quarantine_takeover, review_fence_for
 from once.quarantine import Quarantine
 from once.store import Claimed, RecordStore, Rejected
 
@@ -209,7 +210,7 @@ class BatchProcessor:
                 "follows " + leader.message_id,
                 context,
                 outcome=leader.outcome,
-                review_fence=leader.fence if leader.outcome is Outcome.LEASE_EXPIRED else None,
+                review_fence=leader.review_fence,
             )
         outcome = _FOLLOW.get(leader.outcome, leader.outcome)
         return RecordResult(
@@ -260,11 +261,20 @@ class BatchProcessor:
     def _quarantine_takeover(
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed, context: Any
     ) -> RecordResult:
-        """Mark the record FAILED (fenced), then send the message to the DLQ for review."""
+        """Mark the record FAILED (fenced) with the fence its review must name, then send
+        the message to the DLQ with that fence for review."""
+        review_fence = review_fence_for(
+            fence=claim.fence, takeover=claim.takeover, previous=claim.previous
+        )
         held = RecordResult(
             record.message_id, Outcome.LEASE_EXPIRED, parsed.key, claim.fence, claim.takeover
         )
-        written = self._finalize(self._store.fail, record_id, claim, c.REASON_LEASE_EXPIRED)
+        written = self._finalize(
+            functools.partial(self._store.fail, review_fence=review_fence),
+            record_id,
+            claim,
+            c.REASON_LEASE_EXPIRED,
+        )
         if not written:
             return _replace(held, _unfinished(written))
         return self._quarantined(
@@ -276,7 +286,7 @@ class BatchProcessor:
             outcome=Outcome.LEASE_EXPIRED,
             fence=claim.fence,
             takeover=claim.takeover,
-            review_fence=claim.fence,
+            review_fence=review_fence,
         )
 
     def _execute(
@@ -366,7 +376,7 @@ class BatchProcessor:
         """Acknowledge a permanent failure only once its copy is in the DLQ. The outcome
         stays what it was (QUARANTINED, or CONFLICT: its own metric) once the send went
         through; otherwise the record is FAILED and SQS redelivers it. ``review_fence``:
-        the fence of the record a quarantined takeover failed, which a review must match."""
+        on a quarantined takeover, the fence a review must name (``once.fence``)."""
         if self._too_late(context):
             # One send per record: with too little time left, the batch response comes
             # first; the message comes back and is quarantined then.
@@ -374,7 +384,9 @@ class BatchProcessor:
         sent = self._quarantine.send(record.raw_event, reason, error, fence=review_fence)
         if not sent:
             outcome = Outcome.FAILED
-        return RecordResult(record.message_id, outcome, key, fence, takeover, reason)
+        return RecordResult(
+            record.message_id, outcome, key, fence, takeover, reason, review_fence=review_fence
+        )
 
     def _too_late(self, context: Any) -> bool:
         """Less than ``min_remaining_ms`` left in the invocation: start no call that a

@@ -73,6 +73,21 @@ def claim_expires_at(now_ms: int, lease_ms: int, retention_s: int) -> int:
     return max(now_ms // 1000 + retention_s, lease_end_s + 1)
 
 
+def _quarantined_crash(previous: Record | None) -> bool:
+    """Whether the record a claim replaced was FAILED by a quarantined takeover."""
+    return (
+        previous is not None
+        and previous.status == c.STATUS_FAILED
+        and previous.error == c.REASON_LEASE_EXPIRED
+    )
+
+
+def _review_start(previous: Record) -> int:
+    """The review fence of a record FAILED by a quarantined takeover; a record written
+    before review fences were stored names its own fence."""
+    return previous.review_fence if previous.review_fence is not None else previous.fence
+
+
 def must_quarantine_takeover(
     *, takeover: bool, previous: Record | None, review_fence: int | None
 ) -> bool:
@@ -80,17 +95,33 @@ def must_quarantine_takeover(
     its message to the DLQ instead of running business code.
 
     A takeover must, and so must a claim of a record that an earlier such quarantine marked
-    FAILED (``LEASE_EXPIRED``), unless the message is the one that quarantine sent to the
-    DLQ and a person redrove after review: ``review_fence`` is its ``once.fence`` (None when
-    it carries no ``once.reason=LEASE_EXPIRED``), and it must equal the FAILED record's
-    fence. A review covers that record only: a takeover is quarantined even for a reviewed
-    message (the reviewed run's own effect may have happened before its invocation died),
-    and an attribute copied or forged onto another message reviews nothing.
+    FAILED (``LEASE_EXPIRED``), unless the message is one of those a person reviewed and
+    redrove: ``review_fence`` is its ``once.fence`` (None when it carries no
+    ``once.reason=LEASE_EXPIRED``), and it must name that record's crash: from the record's
+    review fence (the first quarantine of the crash) to its fence. Every claim in that range
+    quarantined a copy and ran nothing, so a review of any copy covers them all, and copies
+    redriven in any order and batching converge: the first reviewed one runs, the others
+    are duplicates. A review covers that crash only: a takeover is quarantined even for a
+    reviewed message (the reviewed run's own effect may have happened before its invocation
+    died), and a fence from before the crash (an older quarantine, or forged onto another
+    message) reviews nothing.
     """
-    unsent = (
-        previous is not None
-        and previous.status == c.STATUS_FAILED
-        and previous.error == c.REASON_LEASE_EXPIRED
+    unsent = _quarantined_crash(previous)
+    reviewed = (
+        unsent
+        and previous is not None
+        and review_fence is not None
+        and _review_start(previous) <= review_fence <= previous.fence
     )
-    reviewed = unsent and previous is not None and previous.fence == review_fence
     return takeover or (unsent and not reviewed)
+
+
+def review_fence_for(*, fence: int, takeover: bool, previous: Record | None) -> int:
+    """The review fence a quarantined takeover's claim (at ``fence``) writes on the record
+    and sends as ``once.fence``: its own fence for a new crash (a takeover), or the review
+    fence of the crash it quarantines again (a copy of the operation that reached a record
+    FAILED by an earlier quarantine and was not reviewed), so that every copy of one crash
+    carries one fence."""
+    if not takeover and previous is not None and _quarantined_crash(previous):
+        return _review_start(previous)
+    return fence

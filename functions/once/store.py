@@ -23,7 +23,7 @@ from once.protocol import Verdict, claim_expires_at, is_takeover, judge_claim, j
 _CLAIM_UPDATE = (
     "SET #status = :in_progress, #owner = :me, #lease = :lease, #expires = :expires, "
     "#hash = :hash, #message = :message, #updated = :now_ms "
-    "ADD #fence :one REMOVE #result, #error"
+    "ADD #fence :one REMOVE #result, #error, #review"
 )
 _CLAIM_CONDITION = (
     "attribute_not_exists(#id) OR #expires < :now_s OR "
@@ -34,6 +34,10 @@ _COMPLETE_UPDATE = (
     "REMOVE #lease"
 )
 _FAIL_UPDATE = "SET #status = :failed, #error = :error, #updated = :now_ms REMOVE #lease"
+#: A quarantined takeover's fail also records the fence its review must name.
+_FAIL_FOR_REVIEW_UPDATE = (
+    "SET #status = :failed, #error = :error, #updated = :now_ms, #review = :review REMOVE #lease"
+)
 
 _NAMES = {
     "#id": c.ATTR_ID,
@@ -47,6 +51,7 @@ _NAMES = {
     "#error": c.ATTR_ERROR,
     "#message": c.ATTR_MESSAGE_ID,
     "#updated": c.ATTR_UPDATED_AT,
+    "#review": c.ATTR_REVIEW_FENCE,
 }
 
 
@@ -161,14 +166,21 @@ class RecordStore:
         }
         return self._finalize(record_id, claim, _COMPLETE_UPDATE, values, c.STATUS_COMPLETED)
 
-    def fail(self, record_id: str, claim: Claimed, error: str) -> bool:
-        """Mark the record FAILED so that a retry may claim it. False: the lease was lost."""
+    def fail(
+        self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None
+    ) -> bool:
+        """Mark the record FAILED so that a retry may claim it. False: the lease was lost.
+        ``review_fence``: on a quarantined takeover, the fence a review must name."""
         values = {
             ":failed": _s(c.STATUS_FAILED),
             ":error": _s(error),
             ":now_ms": _n(int(self._clock() * 1000)),
         }
-        return self._finalize(record_id, claim, _FAIL_UPDATE, values, c.STATUS_FAILED)
+        update = _FAIL_UPDATE
+        if review_fence is not None:
+            update = _FAIL_FOR_REVIEW_UPDATE
+            values[":review"] = _n(review_fence)
+        return self._finalize(record_id, claim, update, values, c.STATUS_FAILED)
 
     def _finalize(
         self,

@@ -6,15 +6,19 @@ once."""
 
 from __future__ import annotations
 
+import itertools
+import uuid
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from once import constants as c
 from once import make_handler
 from once.models import Outcome, Record
-from once.protocol import must_quarantine_takeover
-from tests.conftest import failed_ids, message_ids, outcomes
+from once.protocol import must_quarantine_takeover, review_fence_for
+from tests.conftest import Spy, build_event, failed_ids, message_ids, outcomes
 from tests.unit.test_observability import emf
 from tests.unit.test_outcome_table import claim_elsewhere
 
@@ -184,6 +188,78 @@ def test_copies_in_the_batch_of_a_quarantined_takeover_are_quarantined_too(
     assert len(aws.dlq()) == 2
 
 
+def _dead_letters(aws: Any) -> list[dict[str, Any]]:
+    """Every message in the DLQ, taken out of it (a person redrives them)."""
+    dead = aws.dlq()
+    for message in dead:
+        aws.sqs.delete_message(QueueUrl=aws.dlq_url, ReceiptHandle=message["ReceiptHandle"])
+    return dead
+
+
+def test_two_quarantined_copies_redriven_one_by_one_run_the_operation_once(
+    aws, once_handler, spy, sqs_event, clock
+) -> None:
+    # A message and a producer's retry of it, each quarantined in its own invocation: before,
+    # each claim bumped the fence and spoiled the other copy's review, round after round.
+    crashed_mid_flight(aws, clock)
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+    assert outcomes(handler, sqs_event([ORDER])) == [Outcome.LEASE_EXPIRED]
+    assert outcomes(handler, sqs_event([ORDER])) == [Outcome.LEASE_EXPIRED]
+    first, second = _dead_letters(aws)
+    assert {
+        m["MessageAttributes"][c.QUARANTINE_ATTR_FENCE]["StringValue"] for m in (first, second)
+    } == {"2"}
+
+    # once redrive --include-lease-expired, each copy in its own invocation
+    assert outcomes(handler, redriven(second, sqs_event)) == [Outcome.PROCESSED]
+    assert outcomes(handler, redriven(first, sqs_event)) == [Outcome.DUPLICATE]
+    assert len(spy.calls) == 1
+    assert aws.dlq() == []
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    copies=st.integers(min_value=2, max_value=4),
+    order=st.randoms(use_true_random=False),
+    cuts=st.sets(st.integers(min_value=1, max_value=3)),
+)
+def test_quarantined_copies_redriven_in_any_order_and_batching_run_the_operation_once(
+    aws, once_handler, clock, copies: int, order: Any, cuts: set[int]
+) -> None:
+    order_body = {"orderId": f"o-{uuid.uuid4().hex}", "item": "book", "qty": 1}
+    claim_elsewhere(aws, order_body, clock=clock, lease_ms=1_000)
+    clock.advance(2)
+    spy = Spy()
+    handler = once_handler(spy, clock=clock, on_expired_lease="quarantine")
+    for _ in range(copies):  # each copy quarantined in an invocation of its own
+        assert outcomes(handler, build_event([order_body])) == [Outcome.LEASE_EXPIRED]
+    dead = _dead_letters(aws)
+    order.shuffle(dead)
+
+    # One reviewed redrive: the copies come back in any order, in batches of any sizes.
+    bounds = [0, *sorted(cut for cut in cuts if cut < copies), copies]
+    ran = [
+        outcome
+        for start, end in itertools.pairwise(bounds)
+        for outcome in outcomes(handler, redriven_all(dead[start:end]))
+    ]
+
+    assert sorted(ran) == sorted([Outcome.PROCESSED] + [Outcome.DUPLICATE] * (copies - 1))
+    assert len(spy.calls) == 1
+    assert aws.dlq() == []
+
+
+def redriven_all(dead: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several DLQ messages moved back to the source queue, delivered in one batch."""
+    events = [redriven(message, build_event) for message in dead]
+    return {"Records": [record for event in events for record in event["Records"]]}
+
+
 def test_by_default_a_takeover_runs_the_business_code_again(
     aws, once_handler, spy, sqs_event, clock
 ) -> None:
@@ -202,6 +278,18 @@ def _previous(status: str, error: str | None = None) -> Record:
     return Record(id="test#k", status=status, fence=2, error=error)
 
 
+def _requarantined(*, review_fence: int, fence: int) -> Record:
+    """FAILED by a quarantined takeover at ``review_fence``, its copies quarantined again up
+    to ``fence``."""
+    return Record(
+        id="test#k",
+        status=c.STATUS_FAILED,
+        fence=fence,
+        error=c.REASON_LEASE_EXPIRED,
+        review_fence=review_fence,
+    )
+
+
 @pytest.mark.parametrize(
     ("takeover", "previous", "review_fence", "expected"),
     [
@@ -218,6 +306,15 @@ def _previous(status: str, error: str | None = None) -> Record:
         (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), 2, False),
         # a review of an older quarantine of the key (or a forged one)
         (False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), 1, True),
+        # copies of one crash quarantined at fences 2..4: a review of any of them counts
+        (False, _requarantined(review_fence=2, fence=4), 2, False),
+        (False, _requarantined(review_fence=2, fence=4), 3, False),
+        (False, _requarantined(review_fence=2, fence=4), 4, False),
+        # a fence from before that crash, or past the record
+        (False, _requarantined(review_fence=2, fence=4), 1, True),
+        (False, _requarantined(review_fence=2, fence=4), 5, True),
+        # a reviewed copy whose own run crashed: a new crash, whatever the fence
+        (True, _previous(c.STATUS_IN_PROGRESS), 3, True),
     ],
     ids=[
         "takeover",
@@ -229,6 +326,12 @@ def _previous(status: str, error: str | None = None) -> Record:
         "unsent-quarantine",
         "reviewed-redrive",
         "review-of-another-fence",
+        "review-of-the-first-copy",
+        "review-of-a-later-copy",
+        "review-of-the-last-copy",
+        "review-from-before-the-crash",
+        "review-past-the-record",
+        "takeover-after-a-review",
     ],
 )
 def test_which_claims_a_quarantine_policy_sends_to_the_dlq(
@@ -238,3 +341,29 @@ def test_which_claims_a_quarantine_policy_sends_to_the_dlq(
         takeover=takeover, previous=previous, review_fence=review_fence
     )
     assert verdict is expected
+
+
+@pytest.mark.parametrize(
+    ("fence", "takeover", "previous", "expected"),
+    [
+        (2, True, _previous(c.STATUS_IN_PROGRESS), 2),  # a new crash: its own fence
+        # a copy reaching the record of a quarantined crash: that crash's review fence
+        (5, False, _requarantined(review_fence=2, fence=4), 2),
+        # a record written before review fences were stored: its fence
+        (3, False, _previous(c.STATUS_FAILED, c.REASON_LEASE_EXPIRED), 2),
+        # a takeover of a reviewed run that crashed: a new crash
+        (6, True, _previous(c.STATUS_IN_PROGRESS), 6),
+        (1, False, None, 1),  # a retried claim: no record to follow
+    ],
+    ids=[
+        "new-crash",
+        "copy-of-a-crash",
+        "record-without-review-fence",
+        "crash-after-review",
+        "retry",
+    ],
+)
+def test_which_fence_a_quarantined_takeover_asks_its_review_to_name(
+    fence: int, takeover: bool, previous: Record | None, expected: int
+) -> None:
+    assert review_fence_for(fence=fence, takeover=takeover, previous=previous) == expected

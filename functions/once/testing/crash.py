@@ -28,6 +28,7 @@ The three points, and the record each one leaves (DynamoDB's state, nothing simu
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -162,10 +163,13 @@ class CrashingStore(RecordStore):
     def complete(self, record_id: str, claim: Claimed, result: str) -> bool:
         return self._finalize_or_die(super().complete, record_id, claim, result)
 
-    def fail(self, record_id: str, claim: Claimed, error: str) -> bool:
+    def fail(
+        self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None
+    ) -> bool:
         # The fail of a quarantined takeover (error LEASE_EXPIRED) follows no business code.
         ran = error != c.REASON_LEASE_EXPIRED
-        return self._finalize_or_die(super().fail, record_id, claim, error, business_ran=ran)
+        write = functools.partial(super().fail, review_fence=review_fence)
+        return self._finalize_or_die(write, record_id, claim, error, business_ran=ran)
 
     def get(self, record_id: str) -> Record | None:
         with self._switch.call():
