@@ -24,7 +24,7 @@ from botocore.config import Config
 
 from once import constants as c
 from once.backoff import Backoff
-from once.models import METRIC_NAMES, BatchResult, Outcome, RecordResult
+from once.models import BatchResult, Outcome, RecordResult
 from once.observability import logger, name_service, publish, subsegment
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
@@ -229,7 +229,7 @@ class Handler:
         """The batch's metrics, then the retry backoff. Neither may cost the batch response:
         an error in either is logged and the response goes back to Lambda as it is."""
         try:
-            publish((METRIC_NAMES[h.outcome], h.takeover) for h in handled)
+            publish(handled)
         except Exception as error:
             logger.error("metrics not published", extra={"error": type(error).__name__})
         if self._visibility is None:

@@ -29,6 +29,7 @@ from once import PermanentError
 from once import constants as c
 from once.models import Outcome
 from tests.conftest import FakeContext, Spy, build_event
+from tests.unit.test_observability import emf
 
 # --- what business code may return -------------------------------------------------------
 
@@ -257,7 +258,7 @@ def test_an_error_in_any_step_after_business_code_never_costs_the_batch_or_a_sec
 
 @pytest.mark.parametrize("step", [s for s in STEPS if s != "complete"])
 def test_an_error_after_business_code_is_counted_only_where_once_itself_failed(
-    aws, once_handler, step: str
+    aws, once_handler, capsys, step: str
 ) -> None:
     handler = once_handler(Spy())
 
@@ -267,3 +268,31 @@ def test_an_error_after_business_code_is_counted_only_where_once_itself_failed(
     assert result.records[0].outcome is Outcome.PROCESSED
     # Encoding is once's own step: the record completes in a safe form and the error counts.
     assert result.records[0].internal_error is (step == "encode")
+    if step != "metrics":
+        published = emf(capsys.readouterr().out)
+        assert published.get(c.METRIC_INTERNAL_ERROR, 0) == (step == "encode")
+
+
+def test_a_bug_in_once_fails_only_its_record_and_is_published_as_internal_error(
+    aws, once_handler, capsys
+) -> None:
+    spy = Spy()
+    handler = once_handler(spy)
+    event = build_event([{"orderId": "o-bug"}, {"orderId": "o-fine"}])
+    real = handler.processor._run_item
+
+    def buggy(item: Any, context: Any, leaders: Any) -> Any:
+        if item.parsed.key == "o-bug":
+            raise KeyError("a bug in once")
+        return real(item, context, leaders)
+
+    with mock.patch.object(handler.processor, "_run_item", buggy):
+        result = handler.handle(event, FakeContext())
+
+    assert [r.outcome for r in result.records] == [Outcome.FAILED, Outcome.PROCESSED]
+    assert [r["itemIdentifier"] for r in result.response["batchItemFailures"]] == [
+        event["Records"][0]["messageId"]
+    ]
+    published = emf(capsys.readouterr().out)
+    assert published[c.METRIC_INTERNAL_ERROR] == 1
+    assert published[c.METRIC_FAILED] == published[c.METRIC_PROCESSED] == 1
