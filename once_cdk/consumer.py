@@ -24,10 +24,11 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from once import constants as c
+from once.backoff import Backoff
 from once_cdk import permissions
 from once_cdk.bundling import ARCHITECTURE, RUNTIME, check_code_dir, function_code
 from once_cdk.monitoring import Monitoring, resource_name
-from once_cdk.settings import ConfigurationError, ConsumerSettings
+from once_cdk.settings import DEFAULT_BACKOFF, ConfigurationError, ConsumerSettings
 
 #: The retentions CloudWatch Logs accepts, in days (RetentionDays' values).
 LOG_RETENTION_DAYS: dict[int, logs.RetentionDays] = {
@@ -83,15 +84,20 @@ class OnceConsumer(Construct):
     ``settings`` (the derived values), ``role``, ``log_group``, ``mapping``, ``alarms`` and
     ``dashboard``.
 
-    The derived ``maxReceiveCount`` (when ``max_receive_count`` is not given) assumes
-    ``make_handler``'s default backoff (2 s base, 300 s max): the construct cannot see what
-    the function's code passes. A function that shortens the backoff (``backoff_max_s`` or
-    ``backoff_base_s`` below the defaults) needs ``max_receive_count`` passed here, so that
-    the retry window still covers at least 5 visibility timeouts: the fewest N >= 5 with
-    ``sum(min(backoff_max_s, backoff_base_s * 2 ** (n - 1)) for n in range(1, N + 1))
-    >= 5 * visibility_timeout_s`` (``settings.visibility_timeout_s``). For the 30 s timeout
-    (visibility 180 s) and ``backoff_max_s=60`` that is 19, where the derived 10 would send
-    a failing message to the DLQ after 362 s.
+    ``maxReceiveCount``, derived (``max_receive_count=None``) or given, is held to one rule:
+    the retry window before the DLQ, the sum of the handler's backoffs over the receives,
+    covers at least 5 visibility timeouts (``settings.visibility_timeout_s``), so that a BUSY
+    copy of a live batch or a short outage does not send messages to the DLQ.
+
+    ``backoff`` declares the backoff the function's code passes to ``make_handler``, which
+    the construct cannot see; it does not pass it to the function either: give
+    ``make_handler`` the same values. The default is ``make_handler``'s own (2 s doubling up
+    to 300 s), which derives 10 receives for the 30 s timeout (visibility 180 s) and refuses
+    5, whose retries end after 62 s. ``backoff=Backoff(5, 600)`` (``once.backoff.Backoff``)
+    for ``make_handler(..., backoff_base_s=5, backoff_max_s=600)`` derives and checks with
+    d(n) = min(600, 5 * 2**(n-1)). ``backoff=None`` for ``backoff_base_s=None`` (backoff
+    off: each retry waits a whole visibility timeout) derives 5, and accepts any count from
+    5 that SQS and the queue's retention allow.
     """
 
     def __init__(
@@ -114,6 +120,7 @@ class OnceConsumer(Construct):
         log_retention: logs.RetentionDays | int = logs.RetentionDays.TWO_WEEKS,
         alarm_email: str | None = None,
         environment: Mapping[str, str] | None = None,
+        backoff: Backoff | None = DEFAULT_BACKOFF,
     ) -> None:
         # Everything is checked before the construct joins the tree: a refused setting
         # leaves no half-built consumer behind.
@@ -129,6 +136,7 @@ class OnceConsumer(Construct):
             reserved_concurrency=reserved_concurrency,
             max_receive_count=max_receive_count,
             environment=tuple(environment),
+            backoff=backoff,
         )
         retention = retention_days(log_retention)
         code_path = Path(code_dir).resolve()

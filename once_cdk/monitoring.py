@@ -121,6 +121,7 @@ class Monitoring(Construct):
         lease_lost = metric(c.METRIC_LEASE_LOST)
         conflict = metric(c.METRIC_CONFLICT)
         lease_expired = metric(c.METRIC_LEASE_EXPIRED)
+        internal_error = metric(c.METRIC_INTERNAL_ERROR)
 
         specs = [
             AlarmSpec("DlqDepth", "Messages are waiting in the DLQ: they failed "
@@ -149,6 +150,10 @@ class Monitoring(Construct):
                       "on_expired_lease='quarantine' policy, sent the message to the DLQ "
                       "without running it: check whether the effect happened, then redrive.",
                       lease_expired, 0),
+            AlarmSpec("InternalError", "once's own code raised while handling a record (a "
+                      "bug in once, not in business code): that record was reported failed "
+                      "and comes back; the rest of its batch went on. Read the function's "
+                      "'internal error' log lines and report them.", internal_error, 0),
         ]  # fmt: skip
         self.alarms: dict[str, cloudwatch.Alarm] = {}
         for spec in specs:
@@ -191,7 +196,7 @@ class Monitoring(Construct):
                                     c.METRIC_FAILED, c.METRIC_QUARANTINED)
             ], right=[failed], width=12),
             _graph("Protocol warnings", [
-                lease_lost, conflict, lease_expired,
+                lease_lost, conflict, lease_expired, internal_error,
                 metric(c.METRIC_TAKEOVER),
                 metric(c.METRIC_DEADLINE),
             ], width=12),

@@ -4,7 +4,9 @@ Plain numbers, no CDK: every value that must not be typed by hand (the visibilit
 ``maxReceiveCount``, the retentions, the alarm thresholds) is computed here and tested row by
 row, and a setting that breaks a rule raises ``ConfigurationError`` at synth, naming the
 setting, the rule and what to do. The retry backoff's defaults come from ``once.constants``
-and its formula from ``once.backoff``, the modules the runtime reads them from.
+and its formula from ``once.backoff``, the modules the runtime reads them from; a team that
+gives ``make_handler`` its own backoff declares the same one here (``backoff=``), since the
+construct cannot see the function's code.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ MIN_MAX_RECEIVE_COUNT: Final = 5
 RETRY_WINDOW_VISIBILITY_TIMEOUTS: Final = 5
 #: SQS's upper bound on maxReceiveCount.
 SQS_MAX_RECEIVE_COUNT: Final = 1000
+#: ``make_handler``'s backoff unless the team passes its own: what ``backoff=`` assumes.
+DEFAULT_BACKOFF: Final = Backoff(c.DEFAULT_BACKOFF_BASE_S, c.DEFAULT_BACKOFF_MAX_S)
 #: Lambda's bounds on an SQS event source mapping and on a function.
 MIN_MAX_CONCURRENCY: Final = 2
 MAX_MAX_CONCURRENCY: Final = 1000
@@ -53,29 +57,87 @@ class ConfigurationError(ValueError):
     """An ``OnceConsumer`` setting breaks a rule of the protocol or of AWS."""
 
 
-def backoff_s(
-    receive_count: int,
-    base_s: int = c.DEFAULT_BACKOFF_BASE_S,
-    max_s: int = c.DEFAULT_BACKOFF_MAX_S,
-) -> int:
-    """How long the runtime hides a record after its n-th receive failed: its own
-    ``Backoff.delay_s``, d(n) = min(max, base * 2**(n-1))."""
-    return Backoff(base_s, max_s).delay_s(receive_count)
+def backoff_s(receive_count: int, backoff: Backoff | None, visibility_timeout_s: int) -> int:
+    """How long the runtime hides a record after its n-th receive failed: the backoff's own
+    ``Backoff.delay_s``, d(n) = min(max, base * 2**(n-1)); without backoff, the queue's
+    visibility timeout."""
+    if backoff is None:
+        return visibility_timeout_s
+    return backoff.delay_s(receive_count)
 
 
-def retry_window_s(receives: int) -> int:
+def retry_window_s(receives: int, backoff: Backoff | None, visibility_timeout_s: int) -> int:
     """The sum of the backoffs over ``receives`` receives: how long retries last before the
     message moves to the DLQ, when every receive fails at once."""
-    return sum(backoff_s(n) for n in range(1, receives + 1))
+    return sum(backoff_s(n, backoff, visibility_timeout_s) for n in range(1, receives + 1))
 
 
-def derived_max_receive_count(visibility_timeout_s: int) -> int:
-    """The fewest receives (at least 5) whose retry window covers 5 visibility timeouts."""
+def derived_max_receive_count(visibility_timeout_s: int, backoff: Backoff | None) -> int:
+    """The fewest receives (at least 5) whose retry window covers 5 visibility timeouts.
+
+    Once the delay reaches its cap (the backoff's maximum; without backoff, the visibility
+    timeout) every further receive adds the cap: the rest is one division, not a walk over
+    thousands of receives when the backoff is short.
+    """
     needed = RETRY_WINDOW_VISIBILITY_TIMEOUTS * visibility_timeout_s
-    receives = MIN_MAX_RECEIVE_COUNT
-    while retry_window_s(receives) < needed:
+    cap = visibility_timeout_s if backoff is None else backoff.max_s
+    receives = window = 0
+    while receives < MIN_MAX_RECEIVE_COUNT or window < needed:
+        delay = backoff_s(receives + 1, backoff, visibility_timeout_s)
+        if delay == cap:
+            uncovered = needed - window
+            return receives + max(MIN_MAX_RECEIVE_COUNT - receives, -(-uncovered // cap))
         receives += 1
+        window += delay
     return receives
+
+
+def visibility_timeout_for(timeout_s: float, batching_window_s: float) -> int:
+    """6 x the function timeout + the batching window."""
+    return int(VISIBILITY_TIMEOUT_FACTOR * timeout_s + batching_window_s)
+
+
+def passing_receive_counts(
+    visibility_timeout_s: int, backoff: Backoff | None, source_retention_s: int
+) -> range:
+    """Every maxReceiveCount that keeps every rule (empty when none does): from the derived
+    count (at least 5, a retry window of 5 visibility timeouts) up to SQS's 1000 and to the
+    most whose whole visibility timeouts stay shorter than the source queue's retention."""
+    fits = (source_retention_s - 1) // visibility_timeout_s
+    highest = min(SQS_MAX_RECEIVE_COUNT, fits)
+    return range(derived_max_receive_count(visibility_timeout_s, backoff), highest + 1)
+
+
+def longest_passing_timeout_s(
+    batching_window_s: float, backoff: Backoff | None, source_retention_s: int
+) -> int | None:
+    """The longest whole-second function timeout for which some maxReceiveCount passes, with
+    this batching window and backoff (None if not even 1 s does). A longer timeout only
+    raises the derived count and lowers the count the retention allows."""
+
+    def passes(timeout_s: int) -> bool:
+        visibility = visibility_timeout_for(timeout_s, batching_window_s)
+        return bool(passing_receive_counts(visibility, backoff, source_retention_s))
+
+    if not passes(1):
+        return None
+    low, high = 1, MAX_TIMEOUT_S
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if passes(middle) else (low, middle - 1)
+    return low
+
+
+def describe_backoff(backoff: Backoff | None) -> str:
+    """The backoff as a refusal names it."""
+    if backoff is None:
+        return "no backoff (backoff=None: each retry waits a visibility timeout)"
+    kind = "the runtime's default backoff" if backoff == DEFAULT_BACKOFF else "the declared backoff"
+    return f"{kind} ({backoff.base_s} s doubling up to {backoff.max_s} s)"
+
+
+def _whole_seconds_within(value: float, low: int, high: int) -> bool:
+    return low <= value <= high and value == int(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +158,9 @@ class ConsumerSettings:
     reserved_concurrency: int | None
     max_receive_count: int | None
     environment: tuple[str, ...] = ()
+    #: The backoff ``make_handler`` was given (None: backoff off); the construct only
+    #: derives and checks maxReceiveCount with it.
+    backoff: Backoff | None = DEFAULT_BACKOFF
 
     def __post_init__(self) -> None:
         problems = self.problems()
@@ -113,7 +178,7 @@ class ConsumerSettings:
                 "'-', starting with a letter or digit; it prefixes every record key, so keep it "
                 "stable once deployed"
             )
-        if not (1 <= self.timeout_s <= MAX_TIMEOUT_S) or self.timeout_s != int(self.timeout_s):
+        if not _whole_seconds_within(self.timeout_s, 1, MAX_TIMEOUT_S):
             found.append(
                 f"timeout={self.timeout_s} s: Lambda accepts whole seconds from 1 to "
                 f"{MAX_TIMEOUT_S}"
@@ -125,22 +190,13 @@ class ConsumerSettings:
             )
         found += self._batching_problems()
         found += self._concurrency_problems()
-        if self.max_receive_count is not None and not (
-            MIN_MAX_RECEIVE_COUNT <= self.max_receive_count <= SQS_MAX_RECEIVE_COUNT
-        ):
-            found.append(
-                f"max_receive_count={self.max_receive_count}: must be from "
-                f"{MIN_MAX_RECEIVE_COUNT} to {SQS_MAX_RECEIVE_COUNT}; fewer receives send a "
-                "message to the DLQ after too few attempts (None derives it from the timeout)"
-            )
         reserved = sorted(set(self.environment) & set(RESERVED_ENVIRONMENT))
         if reserved:
             found.append(
                 f"environment sets {', '.join(reserved)}: OnceConsumer sets these itself from "
                 "its own resources and arguments"
             )
-        if not found:
-            found += self._retention_problems()
+        found += self._receive_count_problems()
         return found
 
     def _batching_problems(self) -> list[str]:
@@ -149,9 +205,7 @@ class ConsumerSettings:
         if not 1 <= self.batch_size <= limit:
             kind = "a FIFO queue" if self.fifo else "a standard queue"
             found.append(f"batch_size={self.batch_size}: {kind} takes 1 to {limit}")
-        if not 0 <= self.batching_window_s <= MAX_BATCHING_WINDOW_S or (
-            self.batching_window_s != int(self.batching_window_s)
-        ):
+        if not _whole_seconds_within(self.batching_window_s, 0, MAX_BATCHING_WINDOW_S):
             found.append(
                 f"max_batching_window={self.batching_window_s} s: Lambda accepts whole "
                 f"seconds from 0 to {MAX_BATCHING_WINDOW_S}"
@@ -193,32 +247,112 @@ class ConsumerSettings:
             )
         return found
 
-    def _retention_problems(self) -> list[str]:
-        worst_case_s = self.receive_count * self.visibility_timeout_s
-        if worst_case_s < self.source_retention_s:
+    def _receive_count_problems(self) -> list[str]:
+        """maxReceiveCount, given or derived, against every rule at once: at least 5, a retry
+        window of 5 visibility timeouts under the handler's backoff, at most SQS's 1000, and
+        whole visibility timeouts shorter than the source queue's retention. A refusal
+        suggests only counts that pass all of them, or says that none does and what to
+        change."""
+        if self.backoff is not None and not isinstance(self.backoff, Backoff):
+            return [
+                f"backoff={self.backoff!r}: expected once.backoff.Backoff(backoff_base_s, "
+                "backoff_max_s) with the values passed to make_handler, or None when "
+                "make_handler was given backoff_base_s=None"
+            ]
+        given = self.max_receive_count
+        if not (
+            _whole_seconds_within(self.timeout_s, 1, MAX_TIMEOUT_S)
+            and _whole_seconds_within(self.batching_window_s, 0, MAX_BATCHING_WINDOW_S)
+        ):
+            # Which counts pass follows from the visibility timeout, unknown here.
+            if given is not None and not MIN_MAX_RECEIVE_COUNT <= given <= SQS_MAX_RECEIVE_COUNT:
+                return [
+                    f"max_receive_count={given}: must be from {MIN_MAX_RECEIVE_COUNT} to "
+                    f"{SQS_MAX_RECEIVE_COUNT}, and which of those pass depends on the timeout "
+                    "and the batching window: correct them first"
+                ]
             return []
-        fits = (self.source_retention_s - 1) // self.visibility_timeout_s
-        given = "max_receive_count" if self.max_receive_count else "the derived maxReceiveCount"
-        return [
-            f"{given} {self.receive_count} x visibility timeout {self.visibility_timeout_s} s "
-            f"= {worst_case_s} s is not shorter than the source queue's retention "
-            f"({self.source_retention_s} s): when whole batches fail, each retry waits a full "
-            "visibility timeout and messages would expire before reaching the DLQ; shorten "
-            f"the timeout or pass max_receive_count from {MIN_MAX_RECEIVE_COUNT} to {fits}"
-        ]
+        visibility, count = self.visibility_timeout_s, self.receive_count
+        passing = passing_receive_counts(visibility, self.backoff, self.source_retention_s)
+        if count in passing:
+            return []
+        needed = RETRY_WINDOW_VISIBILITY_TIMEOUTS * visibility
+        window = retry_window_s(count, self.backoff, visibility)
+        too_short = count >= MIN_MAX_RECEIVE_COUNT and window < needed
+        reasons: list[str] = []
+        if count < MIN_MAX_RECEIVE_COUNT:
+            reasons.append(
+                f"fewer than {MIN_MAX_RECEIVE_COUNT} receives send a message to the DLQ after "
+                "too few attempts"
+            )
+        elif too_short:
+            reasons.append(
+                f"under {describe_backoff(self.backoff)} its retries end after {window} s, "
+                f"before {RETRY_WINDOW_VISIBILITY_TIMEOUTS} visibility timeouts ({needed} s): "
+                f"a BUSY copy of a live batch, or an outage longer than {window} s, would send "
+                "messages to the DLQ"
+            )
+        if count > SQS_MAX_RECEIVE_COUNT:
+            reasons.append(f"SQS takes at most {SQS_MAX_RECEIVE_COUNT}")
+        elif count * visibility >= self.source_retention_s:
+            reasons.append(
+                f"{count} x visibility timeout {visibility} s = {count * visibility} s is not "
+                f"shorter than the source queue's retention ({self.source_retention_s} s): "
+                "when whole batches fail, each retry waits a full visibility timeout and "
+                "messages would expire before reaching the DLQ"
+            )
+        if passing:
+            reasons.append(
+                f"pass max_receive_count from {passing.start} to {passing.stop - 1} "
+                f"(max_receive_count=None derives {passing.start})"
+            )
+        else:
+            reasons.append(self._no_count_passes(visibility, passing))
+        if self.backoff == DEFAULT_BACKOFF and (too_short or not passing):
+            reasons.append(
+                "a handler made with its own backoff declares it here: "
+                "backoff=Backoff(backoff_base_s, backoff_max_s), the values passed to "
+                "make_handler, or backoff=None when make_handler was given backoff_base_s=None"
+            )
+        name = (
+            f"max_receive_count={count}"
+            if given is not None
+            else f"the derived maxReceiveCount {count}"
+        )
+        return [f"{name}: {'; '.join(reasons)}"]
+
+    def _no_count_passes(self, visibility: int, passing: range) -> str:
+        """What to change when no maxReceiveCount passes: a shorter timeout (the longest that
+        passes, if one does with this batching window), or a longer backoff."""
+        longest = longest_passing_timeout_s(
+            self.batching_window_s, self.backoff, self.source_retention_s
+        )
+        change = (
+            f"shorten the timeout to at most {longest} s and leave max_receive_count unset"
+            if longest is not None
+            else "shorten the batching window and the timeout"
+        )
+        if self.backoff is not None:
+            change += ", or give the handler a longer backoff_max_s (and declare it here)"
+        return (
+            f"no maxReceiveCount passes with a {visibility} s visibility timeout under "
+            f"{describe_backoff(self.backoff)}: covering {RETRY_WINDOW_VISIBILITY_TIMEOUTS} "
+            f"visibility timeouts takes at least {passing.start} receives, and at most "
+            f"{passing.stop - 1} fit SQS's limit and the queue's retention; {change}"
+        )
 
     @property
     def visibility_timeout_s(self) -> int:
         """6 x the function timeout + the batching window."""
-        return int(VISIBILITY_TIMEOUT_FACTOR * self.timeout_s + self.batching_window_s)
+        return visibility_timeout_for(self.timeout_s, self.batching_window_s)
 
     @property
     def receive_count(self) -> int:
         """maxReceiveCount: as given, or derived so the retry window covers 5 visibility
-        timeouts."""
+        timeouts under the handler's backoff."""
         if self.max_receive_count is not None:
             return self.max_receive_count
-        return derived_max_receive_count(self.visibility_timeout_s)
+        return derived_max_receive_count(self.visibility_timeout_s, self.backoff)
 
     @property
     def source_retention_s(self) -> int:

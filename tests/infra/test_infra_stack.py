@@ -85,7 +85,7 @@ def test_alarms_are_named_after_the_stack(synth):
     names = {alarm["Properties"]["AlarmName"] for alarm in alarms}
     assert f"{synth.stack.stack_name}-Payments-DlqDepth" in names
     assert f"{synth.stack.stack_name}-Payments-FailedRecords" in names
-    assert len(names) == 8
+    assert len(names) == 9
 
 
 def test_alarm_email_from_context_subscribes_to_the_topic(prod, dev):

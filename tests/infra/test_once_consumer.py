@@ -14,7 +14,7 @@ from aws_cdk import assertions
 from once import constants as c
 from once_cdk import permissions
 from once_cdk.monitoring import FAILED_SHARE_MINUTES, FAILED_SHARE_PERCENT
-from once_cdk.settings import VISIBILITY_TIMEOUT_FACTOR, retry_window_s
+from once_cdk.settings import DEFAULT_BACKOFF, VISIBILITY_TIMEOUT_FACTOR, retry_window_s
 
 
 # --- compliance ---------------------------------------------------------------------------
@@ -65,7 +65,7 @@ def test_max_receive_count_is_derived_so_retries_last_five_visibility_timeouts(b
         "Fn::GetAtt": [bare.logical_id(bare.consumer.dlq), "Arn"]
     }
     # 2+4+...+256 = 510 s after 8 receives, 810 s after 9, 1110 s after 10 >= 5 x 180 s.
-    assert retry_window_s(settings.receive_count) == 1110 >= 5 * 180
+    assert retry_window_s(settings.receive_count, DEFAULT_BACKOFF, 180) == 1110 >= 5 * 180
 
 
 def test_dlq_keeps_messages_14_days_longer_than_the_queue_and_has_no_dlq_itself(bare):
@@ -180,7 +180,8 @@ def test_every_alarm_has_a_stable_name_built_from_the_stack_name(bare):
     assert sorted(alarms(bare)) == sorted(
         f"Bare-Orders-{signal}"
         for signal in ("DlqDepth", "OldestMessageAge", "FunctionErrors", "FunctionThrottles",
-                       "FailedRecords", "LeaseLost", "Conflict", "LeaseExpired")
+                       "FailedRecords", "LeaseLost", "Conflict", "LeaseExpired",
+                       "InternalError")
     )  # fmt: skip
 
 
@@ -200,7 +201,7 @@ def test_every_alarm_notifies_the_encrypted_topic_and_ignores_missing_data(bare)
 @pytest.mark.parametrize(
     ("alarm", "metric"),
     [("LeaseLost", c.METRIC_LEASE_LOST), ("Conflict", c.METRIC_CONFLICT),
-     ("LeaseExpired", c.METRIC_LEASE_EXPIRED)],
+     ("LeaseExpired", c.METRIC_LEASE_EXPIRED), ("InternalError", c.METRIC_INTERNAL_ERROR)],
 )  # fmt: skip
 def test_protocol_alarms_fire_on_one_event_of_the_service_metric(bare, alarm, metric):
     props = alarms(bare)[f"Bare-Orders-{alarm}"]
@@ -256,7 +257,7 @@ def test_the_template_asserts_as_one_consumer(bare):
     template.resource_count_is("AWS::SQS::Queue", 2)
     template.resource_count_is("AWS::Lambda::Function", 1)
     template.resource_count_is("AWS::Lambda::EventSourceMapping", 1)
-    template.resource_count_is("AWS::CloudWatch::Alarm", 8)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 9)
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {"FunctionResponseTypes": ["ReportBatchItemFailures"],

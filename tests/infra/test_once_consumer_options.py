@@ -9,6 +9,7 @@ from aws_cdk import Duration, assertions
 from aws_cdk import aws_logs as logs
 
 from once import constants as c
+from once.backoff import Backoff
 from once_cdk import OnceConsumer
 
 NAMESPACE = "Shop"
@@ -35,6 +36,7 @@ def custom(tmp_path_factory):
         max_concurrency=5,
         reserved_concurrency=10,
         max_receive_count=7,
+        backoff=Backoff(30, 900),  # 1830 s after 6 receives >= 5 x 365 s
         retain_data=True,
         log_retention=logs.RetentionDays.ONE_MONTH,
         alarm_email="oncall@example.com",
@@ -71,6 +73,16 @@ def test_function_mapping_and_queue_follow_the_arguments(custom):
     assert queue["RedrivePolicy"]["maxReceiveCount"] == 7
 
 
+def test_the_declared_backoff_checks_max_receive_count_and_stays_out_of_the_function(custom):
+    stack, configured, second, _ = custom
+    assert configured.settings.backoff == Backoff(30, 900)
+    assert configured.settings.receive_count == 7  # the default backoff derives 13, refuses 7
+    assert second.settings.receive_count == 10  # the default backoff's, for a 30 s timeout
+    for consumer in (configured, second):  # make_handler gets the backoff from the team
+        env = _props(stack, consumer.function)["Properties"]["Environment"]["Variables"]
+        assert not [name for name in env if "BACKOFF" in name.upper()]
+
+
 def test_retain_data_keeps_the_table_and_logs_and_protects_the_table(custom):
     stack, configured, second, _ = custom
     table = _props(stack, configured.table)
@@ -99,7 +111,7 @@ def test_two_consumers_in_one_stack_have_their_own_names_and_resources(custom):
     _, _, _, template = custom
     names = [a["Properties"]["AlarmName"]
              for a in template.find_resources("AWS::CloudWatch::Alarm").values()]  # fmt: skip
-    assert len(names) == len(set(names)) == 16
+    assert len(names) == len(set(names)) == 18
     assert {n.rsplit("-", 1)[0] for n in names} == {"Shop-Orders", "Shop-Refunds"}
     dashboards = template.find_resources("AWS::CloudWatch::Dashboard").values()
     assert {d["Properties"]["DashboardName"] for d in dashboards} == {"Shop-Orders", "Shop-Refunds"}
