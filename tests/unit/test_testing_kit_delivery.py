@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from typing import Any
 
 import boto3
@@ -16,6 +17,7 @@ from moto import mock_aws
 from once import PermanentError, make_handler
 from once import constants as c
 from once.models import Outcome
+from once.testing import OnceEnv
 
 ORDER = {"orderId": "o-1", "qty": 1}
 
@@ -346,3 +348,126 @@ def test_messages_are_real_messages_of_the_source_queue(once_env, handler, caplo
     # o-1 was acknowledged and deleted; o-2 is the one message left, in flight
     assert counts["Attributes"]["ApproximateNumberOfMessages"] == "0"
     assert counts["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "1"
+
+
+# --- the function timeout, message attributes, messages the kit did not send ---------------
+
+
+def test_a_run_past_the_function_timeout_is_reported_timed_out_not_processed(business) -> None:
+    # Lambda kills an invocation at its timeout: no finalize, no batch response, the
+    # message back after its visibility timeout, a takeover once the lease has run out.
+    def slow(body: dict[str, Any], attempt: Any) -> dict[str, Any]:
+        env.advance(2)  # two seconds of work, in the kit's time
+        return business(body, attempt)
+
+    with OnceEnv(timeout_s=1) as env:
+        handler = make_handler(slow, key="orderId")
+        timed_out = env.deliver(handler, [ORDER])
+
+        assert timed_out.timed_out
+        assert timed_out.killed_at == "timeout"
+        assert timed_out.outcomes == [None]
+        assert timed_out.responses == [None]
+        assert env.record("o-1").status == c.STATUS_IN_PROGRESS  # its finalize never landed
+
+        env.expire_leases()
+        again = env.deliver(handler, [ORDER])
+        assert again.receive_counts == [2]  # the same message, back
+        assert again.timed_out  # still too slow for a one-second function
+
+
+def test_a_run_slower_than_its_timeout_on_the_wall_clock_is_timed_out_too(business) -> None:
+    def slow(body: dict[str, Any], attempt: Any) -> dict[str, Any]:
+        time.sleep(1.2)  # under load a sleep only lasts longer
+        return business(body, attempt)
+
+    with OnceEnv(timeout_s=1) as env:
+        delivery = env.deliver(make_handler(slow, key="orderId"), [ORDER])
+
+    assert delivery.timed_out
+    assert delivery.outcomes == [None]
+
+
+def test_a_run_within_its_timeout_is_not_timed_out(handler) -> None:
+    with OnceEnv(timeout_s=1) as env:
+        delivery = env.deliver(handler, [ORDER])
+
+    assert not delivery.timed_out
+    assert delivery.outcomes == [Outcome.PROCESSED]
+
+
+def test_message_attributes_reach_the_handler_and_the_dlq(once_env, business) -> None:
+    seen: list[dict[str, Any]] = []
+    handler = make_handler(business, key="orderId")
+    original = handler.handle
+
+    def spying(event: dict[str, Any], context: Any) -> Any:
+        seen.extend(record["messageAttributes"] for record in event["Records"])
+        return original(event, context)
+
+    handler.handle = spying
+    once_env.deliver(
+        handler,
+        [ORDER, {"orderId": "o-2", "qty": 0}],
+        message_attributes=[{"tenant": "t-1", "priority": 5}, {"blob": b"\x00\x01"}],
+    )
+
+    assert seen[0]["tenant"] == {
+        "stringValue": "t-1",
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": "String",
+    }
+    assert (seen[0]["priority"]["dataType"], seen[0]["priority"]["stringValue"]) == ("Number", "5")
+    assert seen[1]["blob"]["binaryValue"] == "AAE="  # base64, as Lambda hands it over
+    [quarantined] = once_env.dlq_messages()
+    assert quarantined.reason == c.REASON_PERMANENT_ERROR
+    assert "blob" in quarantined.attributes  # carried into the DLQ
+
+
+def test_a_body_with_other_attributes_is_another_message(once_env, handler) -> None:
+    failing = {"orderId": "o-1", "fail": True}
+    first = once_env.deliver(handler, [failing], message_attributes={"attempt": "1"})
+    other = once_env.deliver(handler, [failing], message_attributes={"attempt": "2"})
+    again = once_env.deliver(handler, [failing], message_attributes={"attempt": "1"})
+
+    assert other.message_ids != first.message_ids
+    assert again.message_ids == first.message_ids
+    assert again.receive_counts == [2]
+
+
+def test_attributes_are_one_mapping_for_all_or_one_per_body(once_env, handler) -> None:
+    with pytest.raises(ValueError, match="one per body"):
+        once_env.deliver(handler, [ORDER, ORDER], message_attributes=[{"a": "1"}])
+    with pytest.raises(TypeError, match="pass a str, a number or bytes"):
+        once_env.deliver(handler, [ORDER], message_attributes={"a": ["list"]})
+
+
+def test_messages_a_test_sends_itself_are_delivered_as_they_wait(once_env, handler) -> None:
+    for order in ("o-1", "o-2"):
+        once_env.sqs.send_message(
+            QueueUrl=once_env.queue_url,
+            MessageBody=json.dumps({"orderId": order}),
+            MessageAttributes={"source": {"DataType": "String", "StringValue": "checkout"}},
+        )
+
+    delivery = once_env.deliver_waiting(handler)
+
+    assert sorted(delivery.outcomes) == [Outcome.PROCESSED, Outcome.PROCESSED]
+    assert delivery.receive_counts == [1, 1]
+    with pytest.raises(ValueError, match="no message is waiting"):
+        once_env.deliver_waiting(handler)
+
+
+def test_a_message_failed_on_its_last_receive_is_moved_to_the_dlq(handler) -> None:
+    failing = {"orderId": "o-1", "fail": True}
+    with OnceEnv(max_receive_count=2) as env:
+        first = env.deliver(handler, [failing], message_attributes={"tenant": "t-1"})
+        last = env.deliver(handler, [failing], message_attributes={"tenant": "t-1"})
+        after = env.deliver(handler, [failing], message_attributes={"tenant": "t-1"})
+        [moved] = env.dlq_messages()
+
+    assert first.moved_to_dlq == []
+    assert last.moved_to_dlq == last.message_ids == first.message_ids
+    assert moved.attributes == {"tenant": "t-1"}  # as sent: nothing of once's
+    assert after.message_ids != first.message_ids  # a new message: a producer's copy

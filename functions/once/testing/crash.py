@@ -24,6 +24,11 @@ The three points, and the record each one leaves (DynamoDB's state, nothing simu
   it (``COMPLETED`` with the result, or ``FAILED``) but the invocation never learnt it and
   never returned its batch response. Nothing is acknowledged, so SQS redelivers a message
   whose record is already finished: the redelivery is a ``duplicate``, business code not run.
+
+An invocation also dies at its deadline (``TIMEOUT``), whatever its crash point: once the
+kit's clock passes the function timeout, the store and the quarantine refuse every call, as
+nothing of a Lambda invocation runs after its timeout. Business code that ran past the
+deadline has had its effect; its finalize never lands and no batch response is returned.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ AFTER_CLAIM = "after_claim"
 AFTER_PROCESS = "after_process"
 BEFORE_FINALIZE = "before_finalize"
 CRASH_POINTS = (AFTER_CLAIM, AFTER_PROCESS, BEFORE_FINALIZE)
+#: Not a crash point a test asks for: where an invocation that outlived its function
+#: timeout dies, as Lambda kills it at its deadline (``KillSwitch.die_at``).
+TIMEOUT = "timeout"
 
 
 class InvocationKilled(BaseException):
@@ -77,6 +85,19 @@ class KillSwitch:
         self._state = threading.Condition()
         self._running = 0
         self._calls = 0
+        self._clock: Callable[[], float] | None = None
+        self._deadline_s = 0.0
+
+    def die_at(self, deadline_s: float, clock: Callable[[], float]) -> None:
+        """The invocation's deadline: from then on it is dead (``TIMEOUT``), as Lambda kills
+        an invocation at its function timeout. A call already on the wire still lands."""
+        with self._state:
+            self._clock, self._deadline_s = clock, deadline_s
+
+    def past_deadline(self) -> bool:
+        """Whether the invocation has outlived its deadline (it is dead from then on)."""
+        with self._state:
+            return self._timed_out()
 
     def check(self) -> None:
         """Refuse the call if the invocation is dead."""
@@ -127,7 +148,14 @@ class KillSwitch:
         with self._state:
             return self._state.wait_for(lambda: self._running == 0 and self._calls == 0, timeout_s)
 
+    def _timed_out(self) -> bool:
+        if self.killed_at is None and self._clock is not None and self._clock() > self._deadline_s:
+            self.killed_at = TIMEOUT
+            self._state.notify_all()
+        return self.killed_at == TIMEOUT
+
     def _refuse_if_dead(self) -> None:
+        self._timed_out()
         if self.killed_at is not None:
             raise InvocationKilled(self.killed_at)
 

@@ -18,7 +18,7 @@ import functools
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -32,16 +32,19 @@ from once.handler import Handler
 from once.models import BatchResult, Outcome, Record, RecordResult, record_id
 from once.store import RecordStore
 from once.testing.crash import (
+    TIMEOUT,
     CrashingQuarantine,
     CrashingStore,
     InvocationKilled,
     KillSwitch,
     check_crash_point,
 )
-from once.testing.lambda_service import LambdaContext, Message, SourceQueue
+from once.testing.lambda_service import LambdaContext, Message, SourceQueue, sqs_attributes
 
 TABLE_NAME = "once-idempotency"
 DLQ_NAME = "once-dlq"
+#: The DLQ of the FIFO source queue (a FIFO queue's DLQ must be FIFO too).
+FIFO_DLQ_NAME = "once-dlq.fifo"
 QUEUE_NAME = "once-source"
 FIFO_QUEUE_NAME = "once-source.fifo"
 FUNCTION_NAME = "once-consumer"
@@ -50,6 +53,8 @@ SERVICE_NAME = "once-testing"
 DEFAULT_REGION = "us-east-1"
 #: The function's timeout: the first remaining time of every invocation (the construct's default).
 DEFAULT_TIMEOUT_S = 30
+#: A message attribute a test sets: a String, a Number or Binary.
+AttributeValue = str | int | float | bytes
 #: Environment variables that would send the clients elsewhere than moto, removed meanwhile.
 _AWAY_FROM_MOTO = (
     "AWS_PROFILE",
@@ -97,10 +102,21 @@ class Delivery:
     batch_item_failures: list[str]
     #: The handler's return value for each invocation (None for a killed one).
     responses: list[dict[str, Any] | None]
-    #: The crash point where an invocation died, or None.
+    #: The crash point where an invocation died (``"timeout"``: it outlived the function
+    #: timeout and Lambda killed it), or None.
     killed_at: str | None = None
     #: Receive count of each message in this delivery (2 or more: a redelivery).
     receive_counts: list[int] = field(default_factory=list)
+    #: Messages of this delivery that used their last receive (``OnceEnv(max_receive_count=)``)
+    #: and that SQS moved to the DLQ, as its redrive policy does.
+    moved_to_dlq: list[str] = field(default_factory=list)
+
+    @property
+    def timed_out(self) -> bool:
+        """An invocation outlived the function timeout (``OnceEnv(timeout_s=)``): Lambda
+        killed it at its deadline. Nothing after the deadline landed (no finalize, no DLQ
+        send), no batch response was returned, and its messages come back."""
+        return self.killed_at == TIMEOUT
 
     @property
     def outcomes(self) -> list[Outcome | None]:
@@ -156,8 +172,16 @@ class OnceEnv:
     """The test's AWS side of once. Use it as a context manager, or through the
     ``once_env`` pytest fixture."""
 
-    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_receive_count: int | None = None
+    ) -> None:
+        """``timeout_s``: the function timeout (an invocation still running at its deadline
+        is killed); ``max_receive_count``: the source queues' redrive policy (None: none, a
+        message comes back as often as the test delivers it)."""
+        if max_receive_count is not None and max_receive_count < 1:
+            raise ValueError(f"max_receive_count must be at least 1 (got {max_receive_count})")
         self.timeout_s = timeout_s
+        self.max_receive_count = max_receive_count
         self.clock = Clock()
         self.table_name = TABLE_NAME
         self.dlq_url = ""
@@ -250,31 +274,82 @@ class OnceEnv:
         crash: str | None = None,
         same_batch: bool = True,
         fifo_group: str | None = None,
+        message_attributes: (
+            Mapping[str, AttributeValue] | Sequence[Mapping[str, AttributeValue]] | None
+        ) = None,
     ) -> Delivery:
         """Deliver ``bodies`` to ``handler`` as SQS would: in one batch (or one invocation
         each with ``same_batch=False``), from a FIFO queue in group ``fifo_group`` if given.
-        ``crash`` kills the first invocation that reaches that point (``crash.py``)."""
+        ``crash`` kills the first invocation that reaches that point (``crash.py``).
+        ``message_attributes``: one mapping for every body, or one per body (a str is a
+        String attribute, a number a Number, bytes Binary), as a producer or a redrive
+        sets them (``once.reason``, ``once.fence``...)."""
         check_crash_point(crash)
-        if not isinstance(handler, Handler):
-            raise TypeError(
-                f"deliver takes the handler made by once.make_handler, not {type(handler)!r}"
-            )
+        _check_handler(handler)
         texts = _texts(bodies)
         queue = self._queue(FIFO_QUEUE_NAME if fifo_group is not None else QUEUE_NAME)
-        messages = queue.receive(texts, fifo_group)
+        messages = queue.receive(texts, fifo_group, _per_body(message_attributes, len(texts)))
+        return self._deliver(handler, queue, messages, crash, same_batch)
+
+    def deliver_waiting(
+        self,
+        handler: Handler,
+        *,
+        fifo: bool = False,
+        crash: str | None = None,
+        same_batch: bool = True,
+    ) -> Delivery:
+        """Deliver every message waiting in the source queue (``queue_url``, or
+        ``fifo_queue_url``) that ``deliver`` did not send: what a test's own producer sent,
+        or what ``once redrive`` moved back from the DLQ, with their message attributes.
+        Raises when none is waiting: Lambda never invokes with an empty batch."""
+        check_crash_point(crash)
+        _check_handler(handler)
+        queue = self._queue(FIFO_QUEUE_NAME if fifo else QUEUE_NAME)
+        messages = queue.receive_waiting()
+        if not messages:
+            raise ValueError(f"no message is waiting in {queue.url}: nothing to deliver")
+        return self._deliver(handler, queue, messages, crash, same_batch)
+
+    @property
+    def queue_url(self) -> str:
+        """The standard source queue: where a test's own producer sends, and where
+        ``once redrive`` moves the DLQ's messages back to (then ``deliver_waiting``)."""
+        return self._queue(QUEUE_NAME).url
+
+    @property
+    def fifo_queue_url(self) -> str:
+        """The FIFO source queue (``deliver(..., fifo_group=)``)."""
+        return self._queue(FIFO_QUEUE_NAME).url
+
+    def dlq_url_of(self, queue_url: str) -> str:
+        """The DLQ a source queue's messages go to: the kit's DLQ, or its FIFO twin."""
+        return self._dlq(queue_url.endswith(".fifo"))
+
+    def _deliver(
+        self,
+        handler: Handler,
+        queue: SourceQueue,
+        messages: list[Message],
+        crash: str | None,
+        same_batch: bool,
+    ) -> Delivery:
         batches = [messages] if same_batch else [[m] for m in messages]
         results: list[RecordResult | None] = []
         responses: list[dict[str, Any] | None] = []
         failures: list[str] = []
+        moved: list[str] = []
         killed_at: str | None = None
+        receive_counts = [m.receive_count for m in messages]
         for batch in batches:
-            result, killed = self._invoke(handler, queue, batch, crash)
+            result, killed, gone = self._invoke(handler, queue, batch, crash)
             if killed is not None:
                 crash, killed_at = None, killed  # one kill per delivery
             results += result.records if result is not None else [None] * len(batch)
             response = result.response if result is not None else None
             responses.append(response)
             failures += _failed_ids(response)
+            moved += gone
         if crash is not None:
             raise AssertionError(
                 f"crash={crash!r} was never reached: no record got that far "
@@ -287,31 +362,39 @@ class OnceEnv:
             batch_item_failures=failures,
             responses=responses,
             killed_at=killed_at,
-            receive_counts=[m.receive_count for m in messages],
+            receive_counts=receive_counts,
+            moved_to_dlq=moved,
         )
 
     def _invoke(
         self, handler: Handler, queue: SourceQueue, batch: list[Message], crash: str | None
-    ) -> tuple[BatchResult | None, str | None]:
+    ) -> tuple[BatchResult | None, str | None, list[str]]:
         """One invocation: its result (the handler's ``handle``), or the point where it was
-        killed."""
+        killed; and the messages SQS moved to the DLQ after it."""
         binding = self._bind(handler, crash)
         event = {"Records": [queue.record(m) for m in batch]}
         context = LambdaContext(
             self.clock, timeout_s=self.timeout_s, function_arn=self._function_arn
         )
+        binding.switch.die_at(context.deadline_s, self.clock)
         try:
             result = handler.handle(event, context)
+            if binding.switch.past_deadline():
+                # It returned, but after its deadline: Lambda had killed it, and its batch
+                # response was never returned.
+                raise InvocationKilled(TIMEOUT)
         except InvocationKilled:
             if not binding.switch.wait_for_the_dead(self.timeout_s):
                 raise RuntimeError(
                     f"business code or an AWS call of the killed invocation still runs after "
                     f"{self.timeout_s} s; it should end when Lambda's timeout would"
                 ) from None
-            queue.settle(batch, set())
-            return None, binding.switch.killed_at
-        queue.settle(batch, {r.message_id for r in result.records if r.outcome.acknowledged})
-        return result, None
+            moved = queue.settle(batch, set())
+            return None, binding.switch.killed_at, [m.message_id for m in moved]
+        moved = queue.settle(
+            batch, {r.message_id for r in result.records if r.outcome.acknowledged}
+        )
+        return result, None, [m.message_id for m in moved]
 
     def _bind(self, handler: Handler, crash: str | None) -> _Binding:
         """The handler's store and quarantine for the next invocation: the ones already
@@ -432,9 +515,23 @@ class OnceEnv:
             url = self._create_queue(name)
             arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
             self._queues[name] = SourceQueue(
-                self.sqs, url, arn["Attributes"]["QueueArn"], self.clock
+                self.sqs,
+                url,
+                arn["Attributes"]["QueueArn"],
+                self.clock,
+                dlq_url=self._dlq(name.endswith(".fifo")),
+                max_receive_count=self.max_receive_count,
             )
         return self._queues[name]
+
+    def _dlq(self, fifo: bool) -> str:
+        """The kit's DLQ, or (created on first use) its FIFO twin."""
+        if not fifo:
+            return self.dlq_url
+        url = self._create_queue(FIFO_DLQ_NAME)
+        if url not in self._dlqs:
+            self._dlqs.append(url)
+        return url
 
     def _create_queue(self, name: str) -> str:
         attributes = {"SqsManagedSseEnabled": "true"}
@@ -489,6 +586,30 @@ def _configuration(handler: Handler) -> tuple[str, str, str | None, int]:
             f"leave {c.ENV_TABLE_NAME} as once_env sets it"
         )
     return table, prefix, dlq_url, retention_s
+
+
+def _check_handler(handler: Any) -> None:
+    if not isinstance(handler, Handler):
+        raise TypeError(
+            f"deliver takes the handler made by once.make_handler, not {type(handler)!r}"
+        )
+
+
+def _per_body(
+    given: Mapping[str, AttributeValue] | Sequence[Mapping[str, AttributeValue]] | None,
+    count: int,
+) -> list[dict[str, dict[str, Any]]]:
+    """Each body's message attributes in SendMessage's shape."""
+    if given is None:
+        return [{} for _ in range(count)]
+    if isinstance(given, Mapping):
+        return [sqs_attributes(given) for _ in range(count)]
+    if isinstance(given, str) or len(given) != count:
+        raise ValueError(
+            f"message_attributes: pass one mapping for every body, or a list of {count} "
+            "(one per body)"
+        )
+    return [sqs_attributes(own) for own in given]
 
 
 def _texts(bodies: Sequence[dict[str, Any] | str]) -> list[str]:
