@@ -334,6 +334,17 @@ def make_handler(
         raise ValueError(
             f'on_expired_lease must be "run" or "quarantine" (got {on_expired_lease!r})'
         )
+    for name, value, least, why in (
+        ("lease_margin_s", lease_margin_s, 0, "a lease shorter than the invocation lets a "
+         "second claim in while the first still runs"),
+        ("lock_timeout_s", lock_timeout_s, 1, "the lease outside Lambda must last"),
+        ("max_workers", max_workers, 1, "a batch needs at least one thread to run"),
+        ("min_remaining_ms", min_remaining_ms, 0, "it is the time kept for the batch response"),
+    ):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(
+                f"{name} must be a whole number of at least {least} (got {value!r}): {why}"
+            )
     if retention_s is not None and retention_s <= 0:
         raise ValueError(
             f"retention_s must be a positive number of seconds (got {retention_s}): a record "

@@ -276,6 +276,24 @@ def test_a_retention_that_is_not_positive_is_refused_not_replaced(spy, retention
         make_handler(spy, key="orderId", retention_s=retention_s)
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("max_workers", 0),  # ThreadPoolExecutor would refuse it at the first batch of two keys
+        ("max_workers", 2.5),
+        ("lease_margin_s", -20),  # a lease shorter than the invocation: zombies
+        ("lock_timeout_s", 0),
+        ("min_remaining_ms", -1),
+        ("min_remaining_ms", True),
+    ],
+)
+def test_a_setting_that_cannot_work_is_refused_when_the_handler_is_made(
+    spy, setting: str, value: Any
+) -> None:
+    with pytest.raises(ValueError, match=f"{setting} must be a whole number"):
+        make_handler(spy, key="orderId", **{setting: value})
+
+
 @pytest.mark.parametrize("value", ["0", "-5", "two weeks"])
 def test_a_retention_from_the_environment_that_is_not_positive_is_a_clear_error(
     aws, spy, sqs_event, monkeypatch, value: str
