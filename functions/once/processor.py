@@ -16,6 +16,7 @@ message ids of its own batch.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -95,13 +96,18 @@ class BatchProcessor:
         # A FIFO queue's name ends in .fifo; standard (fair) queues may carry group ids too.
         fifo = any(item.record.event_source_arn.endswith(".fifo") for item in items)
         units = _fifo_groups(items) if fifo else _key_groups(items)
-        if len(units) == 1:
-            runs = [self._run_unit(units[0], context, stop_on_failure=fifo)]
-        else:
-            pool = self._executor()
-            runs = list(
-                pool.map(lambda unit: self._run_unit(unit, context, stop_on_failure=fifo), units)
-            )
+        # Each unit runs in a copy of the caller's context (context variables, such as the
+        # keys of Powertools' thread_safe_append_keys): business code sees what was set
+        # around the handler, on a pool thread too, and what it sets itself stays with its
+        # unit, never reaching other keys' records, later invocations or the caller.
+        caller = contextvars.copy_context()
+
+        def run_unit(unit: list[_Item]) -> list[RecordResult]:
+            return caller.copy().run(self._run_unit, unit, context, stop_on_failure=fifo)
+
+        runs = (
+            [run_unit(units[0])] if len(units) == 1 else list(self._executor().map(run_unit, units))
+        )
         ordered = sorted(
             (
                 (item.index, result)

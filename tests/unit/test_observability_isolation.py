@@ -10,6 +10,7 @@ nor receive once's metrics, keys or patching.
 
 from __future__ import annotations
 
+import contextvars
 import io
 import json
 import logging
@@ -482,6 +483,34 @@ def test_keys_a_team_appends_thread_safe_never_reach_onces_lines(
         assert "tenant" not in line
         assert "order" not in line
     assert [line["tenant"] for line in lines(stream)] == ["acme", "globex"]
+
+
+def test_keys_business_code_appends_thread_safe_stay_with_their_record(
+    team_logger: tuple[Logger, io.StringIO],
+    once_handler: Callable[..., Handler],
+    sqs_event: Callable[..., dict[str, Any]],
+) -> None:
+    # once's pool threads outlive a record: a tenant set for one order must not show on the
+    # team's lines for another order, in this batch or a later invocation, nor after the
+    # handler returns.
+    team, stream = team_logger
+    correlation: contextvars.ContextVar[str] = contextvars.ContextVar("correlation")
+
+    def business(body: Any, attempt: Any) -> None:
+        if "tenant" in body:
+            team.thread_safe_append_keys(tenant=body["tenant"])
+        team.info("charging", extra={"order": body["orderId"], "seen": correlation.get("")})
+
+    handler = once_handler(business, max_workers=1)  # one pool thread for every key
+    correlation.set("batch-1")  # set around the handler, as a team's wrapper would
+    handler(sqs_event([{"orderId": "o-1", "tenant": "acme"}, {"orderId": "o-2"}]), None)
+    handler(sqs_event([{"orderId": "o-3"}, {"orderId": "o-4"}]), None)
+    team.info("after")
+
+    theirs = {line.get("order", line["message"]): line for line in lines(stream)}
+    assert theirs["o-1"]["tenant"] == "acme"
+    assert all("tenant" not in theirs[name] for name in ("o-2", "o-3", "o-4", "after"))
+    assert {theirs[name]["seen"] for name in ("o-1", "o-2", "o-3", "o-4")} == {"batch-1"}
 
 
 def test_onces_keys_never_reach_the_teams_lines(
