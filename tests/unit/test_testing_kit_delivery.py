@@ -471,3 +471,25 @@ def test_a_message_failed_on_its_last_receive_is_moved_to_the_dlq(handler) -> No
     assert last.moved_to_dlq == last.message_ids == first.message_ids
     assert moved.attributes == {"tenant": "t-1"}  # as sent: nothing of once's
     assert after.message_ids != first.message_ids  # a new message: a producer's copy
+
+
+def test_a_fifo_batch_larger_than_lambda_hands_over_is_refused(once_env, handler) -> None:
+    with pytest.raises(ValueError, match="at most 10 records"):
+        once_env.deliver(handler, [{"orderId": f"o-{i}"} for i in range(11)], fifo_group="g")
+
+
+def test_waiting_fifo_messages_come_ten_at_a_time_as_lambda_hands_them_over(once_env, handler) -> None:
+    for index in range(12):
+        once_env.sqs.send_message(
+            QueueUrl=once_env.fifo_queue_url,
+            MessageBody=json.dumps({"orderId": f"o-{index}"}),
+            MessageGroupId="g",
+            MessageDeduplicationId=str(index),
+        )
+
+    first = once_env.deliver_waiting(handler, fifo=True)  # the group's first ten, in order
+    rest = once_env.deliver_waiting(handler, fifo=True)  # the group unlocked: the last two
+
+    assert [len(first.outcomes), len(rest.outcomes)] == [10, 2]
+    assert len(first.responses) == 1
+    assert first.outcomes + rest.outcomes == [Outcome.PROCESSED] * 12

@@ -51,6 +51,8 @@ FUNCTION_NAME = "once-consumer"
 #: The key prefix when the test's environment names no service.
 SERVICE_NAME = "once-testing"
 DEFAULT_REGION = "us-east-1"
+#: The most records Lambda hands a FIFO consumer in one batch.
+FIFO_MAX_BATCH = 10
 #: The function's timeout: the first remaining time of every invocation (the construct's default).
 DEFAULT_TIMEOUT_S = 30
 #: A message attribute a test sets: a String, a Number or Binary.
@@ -287,6 +289,12 @@ class OnceEnv:
         check_crash_point(crash)
         _check_handler(handler)
         texts = _texts(bodies)
+        if fifo_group is not None and same_batch and len(texts) > FIFO_MAX_BATCH:
+            raise ValueError(
+                f"{len(texts)} bodies in one batch from a FIFO queue: Lambda hands a FIFO "
+                f"consumer at most {FIFO_MAX_BATCH} records; deliver them in several calls "
+                "(or same_batch=False)"
+            )
         queue = self._queue(FIFO_QUEUE_NAME if fifo_group is not None else QUEUE_NAME)
         messages = queue.receive(texts, fifo_group, _per_body(message_attributes, len(texts)))
         return self._deliver(handler, queue, messages, crash, same_batch)
@@ -302,7 +310,9 @@ class OnceEnv:
         """Deliver every message waiting in the source queue (``queue_url``, or
         ``fifo_queue_url``) that ``deliver`` did not send: what a test's own producer sent,
         or what ``once redrive`` moved back from the DLQ, with their message attributes.
-        Raises when none is waiting: Lambda never invokes with an empty batch."""
+        In one batch (from a FIFO queue, batches of at most 10, as Lambda hands them over),
+        or one invocation each with ``same_batch=False``. Raises when none is waiting:
+        Lambda never invokes with an empty batch."""
         check_crash_point(crash)
         _check_handler(handler)
         queue = self._queue(FIFO_QUEUE_NAME if fifo else QUEUE_NAME)
@@ -334,7 +344,8 @@ class OnceEnv:
         crash: str | None,
         same_batch: bool,
     ) -> Delivery:
-        batches = [messages] if same_batch else [[m] for m in messages]
+        size = (FIFO_MAX_BATCH if queue.fifo else len(messages)) if same_batch else 1
+        batches = [messages[start : start + size] for start in range(0, len(messages), size)]
         results: list[RecordResult | None] = []
         responses: list[dict[str, Any] | None] = []
         failures: list[str] = []
