@@ -25,7 +25,7 @@ from botocore.config import Config
 from once import constants as c
 from once.backoff import Backoff
 from once.models import BatchResult, Outcome, RecordResult
-from once.observability import logger, name_service, publish, subsegment
+from once.observability import log_safely, logger, name_service, publish, subsegment
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
 from once.quarantine import Quarantine
@@ -209,12 +209,12 @@ class Handler:
             # A bug in once outside any one record (each record's own errors are confined
             # to it): acknowledge nothing, let SQS redeliver. The log names the error's class
             # and where it was raised; its message may quote a body.
-            logger.error(
+            log_safely(
+                logger,
+                "error",
                 "batch aborted; every record will be redelivered",
-                extra={
-                    "error": type(error).__name__,
-                    "stack": traceback.format_tb(error.__traceback__),
-                },
+                error=type(error).__name__,
+                stack=traceback.format_tb(error.__traceback__),
             )
             handled = [
                 RecordResult(
@@ -231,15 +231,17 @@ class Handler:
         try:
             publish(handled)
         except Exception as error:
-            logger.error("metrics not published", extra={"error": type(error).__name__})
+            log_safely(logger, "error", "metrics not published", error=type(error).__name__)
         if self._visibility is None:
             return
         try:
             self._delay(records, handled, context)
         except Exception as error:
-            logger.error(
+            log_safely(
+                logger,
+                "error",
                 "visibility not changed: the records come back after the queue's timeout",
-                extra={"error": type(error).__name__},
+                error=type(error).__name__,
             )
 
     def _delay(self, records: list[Any], handled: list[RecordResult], context: Any) -> None:

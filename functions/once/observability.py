@@ -49,6 +49,7 @@ own too. Powertools shares state between instances, so once uses none of that st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections import Counter
@@ -123,6 +124,14 @@ class _Names:
 
 
 _names = _Names()
+
+
+def log_safely(to: logging.Logger | Any, level: str, message: str, **extra: Any) -> None:
+    """Log one line at ``level``; a logger that raises (a team's filter or handler on it) is
+    ignored: a log line is never a reason to lose a record's outcome or the batch response.
+    The line's location is the caller's."""
+    with contextlib.suppress(Exception):
+        getattr(to, level)(message, extra=extra, stacklevel=3)
 
 
 def _service() -> str:

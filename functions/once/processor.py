@@ -15,7 +15,6 @@ message ids of its own batch.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -30,6 +29,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once import constants as c
 from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
+from once.observability import log_safely
 from once.payload import (
     BadMessage,
     BodyReader,
@@ -172,9 +172,10 @@ class BatchProcessor:
         try:
             return self._run_item(item, context, leaders)
         except Exception as error:
-            self._warn(
+            log_safely(
+                self._logger,
+                "error",
                 "internal error: this record will be redelivered",
-                level="error",
                 message_id=item.record.message_id,
                 error=_class(error),
                 stack=traceback.format_tb(error.__traceback__),
@@ -342,7 +343,9 @@ class BatchProcessor:
             stored = StoredResult(stand_in(value), (type_name(value),), _class(error))
             done = dataclasses.replace(done, internal_error=True)
         if stored.stand_ins:
-            self._warn(
+            log_safely(
+                self._logger,
+                "warning",
                 "result stored in a safe form: what cannot be stored as JSON is stored as "
                 '{"unencodable": "<type>"}',
                 message_id=done.message_id,
@@ -361,8 +364,13 @@ class BatchProcessor:
         try:
             return write(record_id, claim, value)
         except Exception as error:
-            self._warn(
-                "finalize failed", record_id=record_id, fence=claim.fence, error=_class(error)
+            log_safely(
+                self._logger,
+                "warning",
+                "finalize failed",
+                record_id=record_id,
+                fence=claim.fence,
+                error=_class(error),
             )
             return None
 
@@ -408,21 +416,16 @@ class BatchProcessor:
         return context.get_remaining_time_in_millis() + self._settings.lease_margin_ms
 
     def _log(self, handled: RecordResult) -> None:
-        self._warn(
+        log_safely(
+            self._logger,
+            "info",
             f"record {handled.outcome.value}",
-            level="info",
             message_id=handled.message_id,
             key=handled.key,
             fence=handled.fence,
             outcome=handled.outcome.value,
             reason=handled.reason,
         )
-
-    def _warn(self, message: str, *, level: str = "warning", **extra: Any) -> None:
-        """Log a line; a logger that raises (a team's filter or handler) is ignored: a log
-        line is never a reason to lose a record's outcome."""
-        with contextlib.suppress(Exception):
-            getattr(self._logger, level)(message, extra=extra, stacklevel=3)
 
 
 def _review_fence(record: SQSRecord) -> int | None:

@@ -22,6 +22,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once.backoff import Backoff, source_queue_url
 from once.models import Outcome, RecordResult
+from once.observability import log_safely
 
 #: SQS takes at most ten entries per ChangeMessageVisibilityBatch.
 _BATCH = 10
@@ -68,13 +69,13 @@ class Visibility:
         for made, (arn, entries) in enumerate(calls):
             before = time_left_ms() if time_left_ms is not None else None
             if before is not None and before < reserve_ms + slowest_ms:
-                self._logger.warning(
+                log_safely(
+                    self._logger,
+                    "warning",
                     "visibility change skipped, too little time left: the records come back "
                     "after the queue's timeout",
-                    extra={
-                        "remaining_ms": before,
-                        "records": sum(len(skipped) for _, skipped in calls[made:]),
-                    },
+                    remaining_ms=before,
+                    records=sum(len(skipped) for _, skipped in calls[made:]),
                 )
                 return
             self._change(arn, entries)
@@ -93,15 +94,21 @@ class Visibility:
             url = source_queue_url(self._client.meta.endpoint_url, arn)
             response = self._client.change_message_visibility_batch(QueueUrl=url, Entries=entries)
         except Exception as error:
-            self._logger.warning(
+            log_safely(
+                self._logger,
+                "warning",
                 "visibility change failed: the records come back after the queue's timeout",
-                extra={"records": len(entries), "error": type(error).__name__},
+                records=len(entries),
+                error=type(error).__name__,
             )
             return
         failed = response.get("Failed") or []
         if failed:
-            self._logger.warning(
+            log_safely(
+                self._logger,
+                "warning",
                 "visibility change refused for some records: they come back after the "
                 "queue's timeout",
-                extra={"records": len(failed), "codes": sorted({f.get("Code") for f in failed})},
+                records=len(failed),
+                codes=sorted({f.get("Code") for f in failed}),
             )

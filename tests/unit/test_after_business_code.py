@@ -191,10 +191,8 @@ def _inject(step: str, handler: Any, error: type[Exception]) -> Any:
     processor = handler.processor
     if step == "encode":
         return mock.patch("once.processor.encode_result", fail)
-    if step == "log":
-        broken = mock.Mock()
-        broken.info.side_effect = broken.warning.side_effect = broken.error.side_effect = fail
-        return mock.patch.object(processor, "_logger", broken)
+    if step == "log":  # every line once logs, from the processor, the handler and the backoff
+        return mock.patch.multiple(processor._logger, info=fail, warning=fail, error=fail)
     if step == "metrics":
         return mock.patch("once.handler.publish", fail)
     if step == "visibility":
