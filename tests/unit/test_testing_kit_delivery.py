@@ -478,7 +478,9 @@ def test_a_fifo_batch_larger_than_lambda_hands_over_is_refused(once_env, handler
         once_env.deliver(handler, [{"orderId": f"o-{i}"} for i in range(11)], fifo_group="g")
 
 
-def test_waiting_fifo_messages_come_ten_at_a_time_as_lambda_hands_them_over(once_env, handler) -> None:
+def test_waiting_fifo_messages_come_ten_at_a_time_as_lambda_hands_them_over(
+    once_env, handler
+) -> None:
     for index in range(12):
         once_env.sqs.send_message(
             QueueUrl=once_env.fifo_queue_url,
