@@ -146,8 +146,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help=f"keep records N seconds (at least {MIN_RETENTION_S}) and sweep them as "
-        "DynamoDB's TTL does; a repeat after a record expired is allowed, within its window "
-        "it is a violation (default: each consumer's own retention)",
+        "DynamoDB's TTL does, the first wave lasting until a sweep has deleted a record; a "
+        "repeat after a record expired is allowed, within its window it is a violation "
+        "(default: each consumer's own retention)",
     )
 
 

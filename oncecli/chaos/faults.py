@@ -5,6 +5,12 @@ process creates (botocore's built-in handler list), so the code under test runs 
 its requests are throttled, applied with their response lost (the SDK then retries a
 write that already landed), or refused while an outage window is open. The harness's
 workers and the record store's model-based test inject through here.
+
+Each fault drawn at a rate is drawn by ``Dice``, which also fires each enabled fault on
+the first event of the run it can fire on (``owe``); an outage window opens on a DynamoDB
+call, never on the clock. So every enabled fault is injected at least once in every run
+that gets as far as an event it can fire on, whatever the machine's speed and however the
+draws fall: the chaos suite asserts that each was.
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import botocore.handlers
@@ -46,20 +54,92 @@ def _first_attempt(request: Any) -> bool:
     return _header(request, "amz-sdk-request").startswith("attempt=1;")
 
 
+def _take(path: str) -> bool:
+    """Take the token file ``path``: of every thread and process that tries, exactly one
+    succeeds (the kernel's unlink is atomic), and only while the file exists."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+#: The faults the workers draw per event at a rate (``Dice``): the probe's kills and pause
+#: (``probe.py``), the client's throttles and lost responses (``Injector``), and the event
+#: source mapping's failed deletes and short visibility timeouts (``worker.py``).
+DRAWN = (
+    "kill_after_claim",
+    "kill_after_effect",
+    "kill_before_finalize",
+    "pause",
+    "throttle",
+    "lost_response",
+    "delete_failed",
+    "short_visibility",
+)
+
+
+def owe(prefix: str, rates: dict[str, float]) -> list[Path]:
+    """Make a run owe each enabled drawn fault one injection: a token file
+    ``<prefix>.<kind>`` per kind of ``DRAWN`` whose rate is above zero, made before the
+    run's workers start and taken by the first event that can fire it (``Dice.roll``).
+    Returns the files, for the harness to remove what is left when the run ends."""
+    owed = [Path(f"{prefix}.{kind}") for kind in DRAWN if rates.get(kind, 0.0) > 0]
+    for path in owed:
+        path.touch()
+    return owed
+
+
+class Dice:
+    """A worker's fault draws, shared by its injector, its probe and its delivery loop.
+
+    Each kind fires at its rate, drawn per event from the worker's seeded ``rng`` (each
+    event draws, whether or not it fires the debt, so the draws are those a run owing
+    nothing makes). On top of that, a run owes each enabled kind one injection (``owe``):
+    the first event of the run that could fire it, in whichever worker process, takes the
+    kind's token file and fires it.
+
+    Why: a rate only makes a fault likely. A small run, or one whose draws fall badly,
+    could end without injecting a fault the chaos suite asserts was injected, and fail it
+    by luck; with the token, a run that reaches an event a fault can fire on injects it,
+    by construction. The rate is then the rate plus that one injection per run."""
+
+    def __init__(self, rng: random.Random, owed: str | None = None) -> None:
+        self._rng = rng
+        self._owed = owed
+        self._lock = threading.Lock()
+        #: Kinds whose token this process found gone: never made again in a run.
+        self._paid: set[str] = set()
+
+    def roll(self, kind: str, rate: float) -> bool:
+        """Whether this event fires ``kind``: the run's first chance to, or a draw at ``rate``."""
+        with self._lock:
+            drawn = self._rng.random() < rate
+        return (rate > 0 and self._owed_now(kind)) or drawn
+
+    def _owed_now(self, kind: str) -> bool:
+        if self._owed is None or kind in self._paid:
+            return False
+        self._paid.add(kind)
+        return _take(f"{self._owed}.{kind}")
+
+
 class Injector:
     """Installs fault hooks and counts what it injected, per fault kind.
 
-    ``client=None`` hooks every client created afterwards in this process."""
+    ``client=None`` hooks every client created afterwards in this process. ``dice`` draws
+    the faults (by default a ``Dice`` of ``rng`` that owes none)."""
 
     def __init__(
         self,
         client: Any | None,
         rng: random.Random | None = None,
         on_fault: Callable[[str], None] | None = None,
+        dice: Dice | None = None,
     ) -> None:
         self._client = client
         self._on_fault = on_fault
-        self._rng = rng or random.Random(0)
+        self._dice = dice or Dice(rng or random.Random(0))
         self._lock = threading.Lock()
         self._http = urllib3.PoolManager()
         self.counts: dict[str, int] = {}
@@ -69,10 +149,6 @@ class Injector:
             self.counts[kind] = self.counts.get(kind, 0) + 1
         if self._on_fault is not None:
             self._on_fault(kind)
-
-    def _roll(self, rate: float) -> bool:
-        with self._lock:
-            return self._rng.random() < rate
 
     def _register(self, hook: Callable[..., Any]) -> None:
         if self._client is None:
@@ -85,7 +161,7 @@ class Injector:
         names = set(operations)
 
         def hook(request: Any, **_: Any) -> AWSResponse | None:
-            if _operation(request) not in names or not self._roll(rate):
+            if _operation(request) not in names or not self._dice.roll("throttle", rate):
                 return None
             self._count("throttle")
             headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
@@ -93,13 +169,22 @@ class Injector:
 
         self._register(hook)
 
-    def outage(self, flag: str) -> None:
+    def outage(self, flag: str, armed: str) -> None:
         """While the file ``flag`` exists, answer every call with a server error, as DynamoDB
-        does in an outage; the harness opens and closes the window for every worker at once."""
+        does in an outage: a window for every worker at once (``harness.OutageWindows``).
+
+        A window opens on a call, never on the clock: the harness arms one (makes the file
+        ``armed``), and the first DynamoDB call any worker makes after that takes it, opens
+        the window (``flag``, holding the monotonic time it opened, which every process
+        shares) and is refused itself. So every window refuses at least one call, however
+        idle the run is when it is armed (in a run's tail every message may be waiting out
+        its backoff, and nobody calls DynamoDB); the harness closes it."""
 
         def hook(request: Any, **_: Any) -> AWSResponse | None:
             if not os.path.exists(flag):
-                return None
+                if not _take(armed):
+                    return None
+                _open_window(flag)
             self._count("outage")
             headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
             return AWSResponse(request.url, 500, headers, _RawBody(_OUTAGE_BODY))
@@ -116,7 +201,7 @@ class Injector:
             if (
                 _operation(request) not in names
                 or not _first_attempt(request)
-                or not self._roll(rate)
+                or not self._dice.roll("lost_response", rate)
             ):
                 return
             headers = {
@@ -129,6 +214,13 @@ class Injector:
             raise ConnectionClosedError(endpoint_url=request.url)
 
         self._register(hook)
+
+
+def _open_window(flag: str) -> None:
+    """Make ``flag`` with the time it opened in it, whole from the moment it exists."""
+    part = f"{flag}.{os.getpid()}"
+    Path(part).write_text(repr(time.monotonic()))
+    os.replace(part, flag)
 
 
 class _RawBody:

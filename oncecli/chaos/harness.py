@@ -7,6 +7,11 @@ between them, opens DynamoDB outage windows, respawns killed workers, sweeps exp
 records as DynamoDB's TTL would, waits for the queue to drain, and checks the invariants
 (``invariants.py``) on the recorded history and the final state.
 
+Every enabled fault is injected at least once in every run, by construction rather than by
+luck or by the clock: the faults drawn at a rate fire on the run's first chance too
+(``faults.Dice``), an outage window opens on a DynamoDB call (``OutageWindows``), and with
+a short retention the first wave lasts until a sweep has deleted a record (``_SweepOwed``).
+
 A worker that dies of anything but a kill (its probe's, or its function timeout's) is a
 failure of the harness, not of the consumer: the run stops with ``HarnessFailed``.
 """
@@ -31,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from oncecli import redrive
 from oncecli.aws import create_queue_with_dlq, create_table, local_client, queue_depth
 from oncecli.chaos import invariants, retrytimes
+from oncecli.chaos.faults import owe
 from oncecli.chaos.probe import History
 from oncecli.chaos.traffic import HID, Send, Workload, build, harness_id
 from oncecli.chaos.worker import WorkerSpec, run
@@ -55,6 +61,8 @@ TTL_ATTRIBUTES = {
 }
 #: How long a DynamoDB outage window stays open.
 OUTAGE_S = 3.0
+#: How often the harness sweeps expired records, as DynamoDB's TTL would.
+SWEEP_S = 2.0
 DEFAULT_RATES = {
     "kill_after_claim": 0.004,
     "kill_after_effect": 0.004,
@@ -62,7 +70,7 @@ DEFAULT_RATES = {
     "pause": 0.003,
     "throttle": 0.03,
     "lost_response": 0.03,
-    "outage": 0.005,  # windows opened per second of run
+    "outage": 0.005,  # windows armed per second of run, each opened by a DynamoDB call
     "delete_failed": 0.005,
     "short_visibility": 0.005,
 }
@@ -162,6 +170,49 @@ def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
     return swept
 
 
+class _SweepOwed:
+    """With a retention shorter than a run (``--retention-s``), the first wave is not over
+    until a TTL sweep has deleted a record, so that the second wave's repeats meet expired
+    and swept records.
+
+    Why: records expire by the clock, so a run that drains its first wave within the
+    retention (a fast machine, a small workload) would otherwise sweep nothing, or nothing
+    before the repeats. Every record was written before the wave drained, so each has
+    expired ``retention_s`` (+ skew, + 1 s of rounding) after that, and a sweep then
+    deletes it; if it deletes nothing from a table that holds items, the engine is broken
+    (``HarnessFailed``)."""
+
+    def __init__(
+        self, retention_s: int | None, sweep: Callable[[], int], holds_items: Callable[[], bool]
+    ) -> None:
+        self._retention_s = retention_s
+        self._sweep = sweep
+        self._holds_items = holds_items
+        self._deadline: float | None = None
+
+    def drained(self) -> None:
+        if self._retention_s is not None and self._deadline is None:
+            self._deadline = time.monotonic() + self._retention_s + MAX_SKEW_S + 1
+
+    def waits(self, swept: int) -> bool:
+        """Whether the wave must go on: no sweep has deleted a record yet."""
+        if self._retention_s is None or swept:
+            return False
+        if self._deadline is None or time.monotonic() < self._deadline:
+            return True
+        if self._sweep() or not self._holds_items():
+            return False  # swept now; or nothing was ever written, so nothing to sweep
+        raise HarnessFailed(
+            f"no record was swept although every record of the run is past its "
+            f"{self._retention_s} s retention: the DynamoDB engine's scan does not see the "
+            "expiry times the consumer wrote"
+        )
+
+
+def _holds_items(ddb: Any, table: str) -> bool:
+    return bool(ddb.scan(TableName=table, Select="COUNT", Limit=1)["Count"])
+
+
 def _hids(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> list[str]:
     """The harness ids the messages carry (a message without one is none of the run's)."""
     return [hid for hid in map(harness_id, messages) if hid is not None]
@@ -191,40 +242,56 @@ def _drain_dlq(sqs: Any, dlq: str) -> set[str]:
 
 class OutageWindows:
     """DynamoDB outage windows for every worker at once: while the flag file exists, each
-    worker's DynamoDB calls fail (``faults.Injector.outage``). A window stays open
-    ``OUTAGE_S``. Each opens a random half to one and a half times ``1 / rate`` after the
-    one before (after the start, for the first; never before the one before has closed), so
-    windows come at ``rate`` per second of run on average, and a run longer than one and a
-    half times ``1 / rate`` always has one."""
+    worker's DynamoDB calls fail (``faults.Injector.outage``).
 
-    def __init__(self, flag: Path, rate: float, rng: random.Random) -> None:
+    The windows are scheduled against the traffic, not the clock. The harness arms a
+    window (makes the ``armed`` file), and the first DynamoDB call any worker makes after
+    that takes it, opens the window and is refused itself; the window stays open
+    ``OUTAGE_S`` from then. The first is armed before the workers start, so the run's first
+    DynamoDB call opens it; each next one is armed a random half to one and a half times
+    ``1 / rate`` after the one before opened, so a busy run has about ``rate`` windows per
+    second.
+
+    Why: a window opened by the clock may fall in a stretch where nobody calls DynamoDB
+    (the tail of a run, with every message left waiting out its backoff) and inject
+    nothing, however long the run. A window opened by a call refuses that call, so every
+    run that calls DynamoDB at all has a window and a refused call, on any machine."""
+
+    def __init__(self, flag: Path, armed: Path, rate: float, rng: random.Random) -> None:
         self._flag = flag
+        self._armed = armed
         self._rate = rate
         self._rng = rng
-        self._closes_at: float | None = None
+        self._arms_at: float | None = None
+        #: Windows opened and closed.
         self.opened = 0
-        self._opens_at = self._after(time.monotonic())
-
-    def _after(self, start: float) -> float | None:
-        if not self._rate:
-            return None
-        return start + self._rng.uniform(0.5, 1.5) / self._rate
+        if rate:
+            self._armed.touch()
 
     def tick(self) -> None:
         now = time.monotonic()
-        if self._closes_at is not None:
-            if now >= self._closes_at:
-                self.close()
+        if self._flag.exists():
+            opened_at = float(self._flag.read_text())
+            if now >= opened_at + OUTAGE_S:
+                self._close()
+                self._arms_at = opened_at + self._rng.uniform(0.5, 1.5) / self._rate
             return
-        if self._opens_at is not None and now >= self._opens_at:
-            self._flag.touch()
-            self._closes_at = now + OUTAGE_S
-            self._opens_at = self._after(self._opens_at)
-            self.opened += 1
+        if self._arms_at is not None and now >= self._arms_at:
+            self._armed.touch()
+            self._arms_at = None
+
+    def _close(self) -> None:
+        # Only the harness removes the flag: each window is closed, and counted, once.
+        try:
+            self._flag.unlink()
+        except FileNotFoundError:
+            return
+        self.opened += 1
 
     def close(self) -> None:
-        self._flag.unlink(missing_ok=True)
-        self._closes_at = None
+        """The run is over: disarm, and close the window open now, if one is."""
+        self._armed.unlink(missing_ok=True)
+        self._close()
 
 
 class Supervisor:
@@ -288,6 +355,8 @@ def run_consumer(
     queue, dlq, tables = _make_resources(impl, tag, endpoints, fifo=fifo)
     history_path = workdir / f"{tag}.jsonl"
     outage_flag = workdir / f"{tag}.outage"
+    outage_armed = workdir / f"{tag}.outage-armed"
+    owed = workdir / f"{tag}.owed"
     rng = random.Random(seed)
     specs = [
         WorkerSpec(
@@ -309,21 +378,39 @@ def run_consumer(
             visibility_s=VISIBILITY_S,
             retention_s=retention_s,
             outage_flag=str(outage_flag),
+            outage_armed=str(outage_armed),
+            owed=str(owed),
         )
         for i in range(workers)
     ]
     sqs, ddb = _clients(endpoints)
+    # Owed and armed before any worker runs: the first events of the run may take them.
+    owed_files = owe(str(owed), rates)
+    outages = OutageWindows(
+        outage_flag, outage_armed, rates.get("outage", 0.0), random.Random(f"{seed}-outage")
+    )
     supervisor = Supervisor(specs)
     supervisor.start()
-    outages = OutageWindows(outage_flag, rates.get("outage", 0.0), random.Random(f"{seed}-outage"))
     harness_events = History(str(history_path), "harness")
     extra = {"redriven": 0, "ttl_swept": 0, "respawns": 0, "outage_windows": 0}
+
+    def sweep() -> int:
+        swept = _ttl_sweep(ddb, tables["idempotency"], TTL_ATTRIBUTES[impl])
+        extra["ttl_swept"] += swept
+        return swept
+
     try:
         for wave in (0, 1):
             pending = [s for s in work.sends if s.wave == wave]
             quiet = 0
             last_sweep = time.monotonic()
-            while pending or quiet < 3:
+            # Only the first wave waits for a sweep: the second's repeats are to meet it.
+            owed_sweep = _SweepOwed(
+                retention_s if wave == 0 and rates.get("ttl_sweep", 1) else None,
+                sweep,
+                lambda: _holds_items(ddb, tables["idempotency"]),
+            )
+            while pending or quiet < 3 or owed_sweep.waits(extra["ttl_swept"]):
                 depth = queue_depth(sqs, queue).total
                 if pending and depth < BACKLOG:
                     # Feed the queue as it drains: moto's receive slows with a deep queue.
@@ -333,12 +420,12 @@ def run_consumer(
                     time.sleep(0.5)
                 outages.tick()
                 supervisor.tend()
-                if time.monotonic() - last_sweep > 2 and rates.get("ttl_sweep", 1):
-                    extra["ttl_swept"] += _ttl_sweep(
-                        ddb, tables["idempotency"], TTL_ATTRIBUTES[impl]
-                    )
+                if time.monotonic() - last_sweep > SWEEP_S and rates.get("ttl_sweep", 1):
+                    sweep()
                     last_sweep = time.monotonic()
                 quiet = quiet + 1 if depth == 0 and not pending else 0
+                if quiet >= 3:
+                    owed_sweep.drained()
                 later = sum(1 for s in work.sends if s.wave > wave)
                 progress(impl, 1 - (depth + len(pending) + later) / len(work.sends))
             if wave == 0 and rates.get("redrive", 1):
@@ -355,8 +442,11 @@ def run_consumer(
             "on a quieter machine, with --keep-history to keep the events so far."
         ) from error
     finally:
-        outages.close()
+        # Workers first: none can open a window after the last one is closed.
         supervisor.stop()
+        outages.close()
+        for path in owed_files:
+            path.unlink(missing_ok=True)
     extra["respawns"] = supervisor.respawns
     extra["outage_windows"] = outages.opened
     history = [json.loads(line) for line in history_path.read_text().splitlines() if line]

@@ -9,14 +9,14 @@ idempotency table as a claim or a finalize, for all three consumers alike:
   ``DeleteItem`` (the naive pattern's release).
 
 At the same points it kills the process (SIGKILL) after a claim, after the business effect
-or before a finalize, or stops it (SIGSTOP) past its lease and lets a sleeper resume it.
+or before a finalize, or stops it (SIGSTOP) past its lease and lets a sleeper resume it;
+each at its rate, and each enabled one on the run's first chance too (``faults.Dice``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import threading
@@ -26,6 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 import botocore.handlers
+
+from oncecli.chaos.faults import Dice
 
 
 class History:
@@ -56,7 +58,7 @@ class Probe:
         table: str,
         rates: dict[str, float],
         pause_s: float,
-        rng: random.Random,
+        dice: Dice,
         skew_s: float = 0.0,
     ) -> None:
         self._history = history
@@ -67,8 +69,7 @@ class Probe:
         self._table = table
         self._rates = rates
         self._pause_s = pause_s
-        self._rng = rng
-        self._lock = threading.Lock()
+        self._dice = dice
         self._local = threading.local()
 
     def install(self) -> None:
@@ -80,8 +81,7 @@ class Probe:
         )
 
     def _roll(self, kind: str) -> bool:
-        with self._lock:
-            return self._rng.random() < self._rates.get(kind, 0.0)
+        return self._dice.roll(kind, self._rates.get(kind, 0.0))
 
     def _fault(self, kind: str) -> None:
         """Record the fault first (the process may not get another chance), then fire it."""

@@ -21,7 +21,6 @@ import signal
 import sys
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from once import constants as c
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_env
+from oncecli.chaos.faults import Dice, Injector
 from oncecli.chaos.probe import History, Probe
 from oncecli.chaos.retrytimes import NOT_DONE
 from oncecli.chaos.traffic import harness_id
@@ -59,8 +59,13 @@ class WorkerSpec:
     visibility_s: int = 5
     #: Records kept this long (None: each consumer's default); the harness sweeps them.
     retention_s: int | None = None
-    #: The file whose existence opens a DynamoDB outage window.
+    #: The file whose existence is an open DynamoDB outage window.
     outage_flag: str = ""
+    #: The file whose existence arms one: the next DynamoDB call opens it (``Injector.outage``).
+    outage_armed: str = ""
+    #: The prefix of the run's owed-fault files (``faults.owe``): each enabled drawn fault
+    #: fires on the run's first event that can fire it, in whichever worker.
+    owed: str = ""
 
 
 class Timeout:
@@ -207,22 +212,17 @@ def run(spec: WorkerSpec) -> None:
     )
     # The consumers' logs and metrics are not the report: keep the terminal for the harness.
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
-    # With metrics off, Powertools never clears its metric set on a flush: when a metric
-    # reaches 100 values it publishes and clears the set itself, and once's flush right
-    # after finds it empty and warns. Nothing is published either way.
-    warnings.filterwarnings("ignore", message="No application metrics to publish")
     _skew_clock(spec.skew_s, powertools=spec.impl == "powertools")
     rng = random.Random(f"{spec.seed}-{spec.worker}")
     history = History(spec.history_path, spec.worker)
-    from oncecli.chaos.faults import Injector
-
-    faults = Injector(None, rng, on_fault=lambda kind: history.add("fault", kind=kind))
+    dice = Dice(rng, spec.owed or None)
+    faults = Injector(None, on_fault=lambda kind: history.add("fault", kind=kind), dice=dice)
     faults.throttle(spec.rates.get("throttle", 0.0), ("UpdateItem", "PutItem", "DeleteItem"))
     faults.lose_responses(spec.rates.get("lost_response", 0.0), ("UpdateItem", "PutItem"))
     if spec.outage_flag:
-        faults.outage(spec.outage_flag)
+        faults.outage(spec.outage_flag, spec.outage_armed)
     timeout = Timeout(history)
-    probe = Probe(history, spec.tables["idempotency"], spec.rates, spec.pause_s, rng, spec.skew_s)
+    probe = Probe(history, spec.tables["idempotency"], spec.rates, spec.pause_s, dice, spec.skew_s)
     # A zombie resumes with a full function timeout still to run: it outlives its lease by
     # the pause, however slowly a busy machine lets it finish.
     probe.on_pause = lambda paused_s: timeout.extend(paused_s + spec.timeout_s)
@@ -247,9 +247,9 @@ def run(spec: WorkerSpec) -> None:
         if not messages:
             continue
         history.add("deliver", count=len(messages), hids=[harness_id(m) for m in messages])
-        if rng.random() < spec.rates.get("short_visibility", 0.0):
+        if dice.roll("short_visibility", spec.rates.get("short_visibility", 0.0)):
             _shorten_visibility(spec, sqs, messages, history)
-        _invoke(spec, sqs, handler, messages, history, rng, timeout)
+        _invoke(spec, sqs, handler, messages, history, dice, timeout)
 
 
 #: The visibility timeout of a misconfigured delivery: shorter than the function timeout.
@@ -283,7 +283,7 @@ def _invoke(
     handler: Any,
     messages: list[dict[str, Any]],
     history: History,
-    rng: random.Random,
+    dice: Dice,
     timeout: Timeout,
 ) -> None:
     queue_arn = f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
@@ -311,7 +311,7 @@ def _invoke(
     decision = decide([m["MessageId"] for m in messages], response, error=error)
     done = []
     for message_id in decision.delete:
-        if rng.random() < spec.rates.get("delete_failed", 0.0):
+        if dice.roll("delete_failed", spec.rates.get("delete_failed", 0.0)):
             # The mapping's delete failed after a success: the message comes back, done.
             history.add("fault", kind="delete_failed")
             continue

@@ -12,11 +12,14 @@ from __future__ import annotations
 import pytest
 
 from oncecli.chaos.harness import Endpoints, Run, chaos
+from oncecli.chaos.traffic import build
 
-# Enough zombies and crashes in a few hundred deliveries to exercise every path. Each rate
-# is high enough that a run of 300 messages all but surely injects its fault (a short
-# visibility is drawn per delivery, some 100 of them; outage windows come at least every
-# 1.5 / rate = 50 s, and a consumer's run takes longer).
+# Enough zombies and crashes in a few hundred deliveries to exercise every path. That each
+# enabled fault is injected at all holds by construction, not by these rates: a drawn fault
+# also fires on the run's first event that can fire it (``faults.Dice``), an outage window
+# opens on a DynamoDB call (``harness.OutageWindows``), a short retention's first wave
+# lasts until a sweep deleted a record, and each seed's first wave has poison payments for
+# the DLQ redrive to move (pinned below). The rates set how often faults come after that.
 RATES = {
     "pause": 0.03,
     "kill_after_claim": 0.01,
@@ -48,6 +51,15 @@ def runs(endpoints: Endpoints) -> dict[str, Run]:
         implementations=("once", "once-unfenced", "powertools", "naive"),
     )
     return {run.impl: run for run in done}
+
+
+def test_each_seed_s_first_wave_leaves_poison_in_the_dlq_for_the_redrive() -> None:
+    """Poison payments fail on every delivery, so SQS moves them to the DLQ before the first
+    wave drains, and the redrive between the waves moves them back: "redriven" is injected
+    because the seeded workload has some, whatever the run's timing."""
+    for seed in (11, 12, 13):
+        work = build(max(20, int(300 / 1.3)), seed)  # as ``chaos`` builds it
+        assert any(s.kind == "poison" and s.wave == 0 for s in work.sends), seed
 
 
 def test_once_keeps_every_invariant_under_every_fault(runs: dict[str, Run]) -> None:
