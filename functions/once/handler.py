@@ -235,7 +235,15 @@ class Handler:
         if self._visibility is None:
             return
         try:
-            self._delay(records, handled, context)
+            # Visibility.delay checks the time left before each call, keeping the batch
+            # response's reserve: a timeout would lose the response and redeliver every
+            # record, acknowledged ones included.
+            self._visibility.delay(
+                records,
+                handled,
+                time_left_ms=None if context is None else context.get_remaining_time_in_millis,
+                reserve_ms=self._min_remaining_ms,
+            )
         except Exception as error:
             log_safely(
                 logger,
@@ -243,18 +251,6 @@ class Handler:
                 "visibility not changed: the records come back after the queue's timeout",
                 error=type(error).__name__,
             )
-
-    def _delay(self, records: list[Any], handled: list[RecordResult], context: Any) -> None:
-        """The backoff, keeping the time the batch response needs: a timeout would lose it
-        and redeliver every record, acknowledged ones included (``Visibility.delay`` checks
-        the time left before each call)."""
-        assert self._visibility is not None
-        self._visibility.delay(
-            records,
-            handled,
-            time_left_ms=None if context is None else context.get_remaining_time_in_millis,
-            reserve_ms=self._min_remaining_ms,
-        )
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
         """The Lambda entry point: the partial batch response of ``handle``."""
@@ -328,9 +324,12 @@ def make_handler(
     environment at the first invocation; ``dlq_url=None`` turns the quarantine fast path off.
 
     What ``process`` returns is stored on the record as JSON (Decimals as their exact text).
-    A result that cannot be encoded completes the record with its type only and logs a
-    warning: once business code has returned, its effect happened, and a record left FAILED
-    would run it again on every redelivery.
+    Whatever it returns, the record completes: a value that cannot be stored as JSON is
+    stored as ``{"unencodable": "<type>"}`` in its place (the whole result, when it cannot be
+    encoded at all), with a warning. Once business code has returned, its effect happened,
+    and a record left FAILED or IN_PROGRESS would run it again on a redelivery; for the same
+    reason nothing once does afterwards (logging, metrics, the backoff) can fail the record
+    or the batch, and an error of once's own code fails only its record (``InternalError``).
     """
     if on_expired_lease not in ("run", "quarantine"):
         raise ValueError(
