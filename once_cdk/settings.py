@@ -34,7 +34,6 @@ DEFAULT_BACKOFF: Final = Backoff(c.DEFAULT_BACKOFF_BASE_S, c.DEFAULT_BACKOFF_MAX
 #: Lambda's bounds on an SQS event source mapping and on a function.
 MIN_MAX_CONCURRENCY: Final = 2
 MAX_MAX_CONCURRENCY: Final = 1000
-FIFO_MAX_BATCH_SIZE: Final = 10
 STANDARD_MAX_BATCH_SIZE: Final = 10_000
 #: A standard queue's batch above this size needs a batching window of at least 1 s.
 BATCH_SIZE_WITHOUT_WINDOW: Final = 10
@@ -201,7 +200,7 @@ class ConsumerSettings:
 
     def _batching_problems(self) -> list[str]:
         found: list[str] = []
-        limit = FIFO_MAX_BATCH_SIZE if self.fifo else STANDARD_MAX_BATCH_SIZE
+        limit = c.FIFO_MAX_BATCH_SIZE if self.fifo else STANDARD_MAX_BATCH_SIZE
         if not 1 <= self.batch_size <= limit:
             kind = "a FIFO queue" if self.fifo else "a standard queue"
             found.append(f"batch_size={self.batch_size}: {kind} takes 1 to {limit}")

@@ -57,6 +57,9 @@ DEFAULT_MIN_REMAINING_MS: Final = 500
 DEFAULT_BACKOFF_BASE_S: Final = 2
 DEFAULT_BACKOFF_MAX_S: Final = 300
 DAY_S: Final = 86_400
+#: The most records Lambda hands a FIFO consumer in one batch (the construct refuses more,
+#: the testing kit delivers no more).
+FIFO_MAX_BATCH_SIZE: Final = 10
 #: SQS keeps a message 4 days unless told otherwise.
 DEFAULT_SOURCE_RETENTION_S: Final = 4 * DAY_S
 #: The DLQ keeps a message 14 days, the most SQS allows and longer than the source queue.

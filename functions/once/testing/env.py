@@ -51,8 +51,6 @@ FUNCTION_NAME = "once-consumer"
 #: The key prefix when the test's environment names no service.
 SERVICE_NAME = "once-testing"
 DEFAULT_REGION = "us-east-1"
-#: The most records Lambda hands a FIFO consumer in one batch.
-FIFO_MAX_BATCH = 10
 #: The function's timeout: the first remaining time of every invocation (the construct's default).
 DEFAULT_TIMEOUT_S = 30
 #: A message attribute a test sets: a String, a Number or Binary.
@@ -289,10 +287,10 @@ class OnceEnv:
         check_crash_point(crash)
         _check_handler(handler)
         texts = _texts(bodies)
-        if fifo_group is not None and same_batch and len(texts) > FIFO_MAX_BATCH:
+        if fifo_group is not None and same_batch and len(texts) > c.FIFO_MAX_BATCH_SIZE:
             raise ValueError(
                 f"{len(texts)} bodies in one batch from a FIFO queue: Lambda hands a FIFO "
-                f"consumer at most {FIFO_MAX_BATCH} records; deliver them in several calls "
+                f"consumer at most {c.FIFO_MAX_BATCH_SIZE} records; deliver them in several calls "
                 "(or same_batch=False)"
             )
         queue = self._queue(FIFO_QUEUE_NAME if fifo_group is not None else QUEUE_NAME)
@@ -332,10 +330,6 @@ class OnceEnv:
         """The FIFO source queue (``deliver(..., fifo_group=)``)."""
         return self._queue(FIFO_QUEUE_NAME).url
 
-    def dlq_url_of(self, queue_url: str) -> str:
-        """The DLQ a source queue's messages go to: the kit's DLQ, or its FIFO twin."""
-        return self._dlq(queue_url.endswith(".fifo"))
-
     def _deliver(
         self,
         handler: Handler,
@@ -344,7 +338,7 @@ class OnceEnv:
         crash: str | None,
         same_batch: bool,
     ) -> Delivery:
-        size = (FIFO_MAX_BATCH if queue.fifo else len(messages)) if same_batch else 1
+        size = (c.FIFO_MAX_BATCH_SIZE if queue.fifo else len(messages)) if same_batch else 1
         batches = [messages[start : start + size] for start in range(0, len(messages), size)]
         results: list[RecordResult | None] = []
         responses: list[dict[str, Any] | None] = []
