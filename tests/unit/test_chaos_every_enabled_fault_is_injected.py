@@ -16,17 +16,14 @@ import random
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from botocore.awsrequest import AWSResponse
-from botocore.compat import HTTPHeaders
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from oncecli.chaos import harness
 from oncecli.chaos.faults import DRAWN, Dice, Injector, owe
 from oncecli.chaos.harness import DEFAULT_RATES, _SweepOwed
 from oncecli.errors import HarnessFailed
+from tests.unit.chaos_fakes import Clock, dynamodb_client, engine, fake_monotonic
 
 #: A rate so small that no draw of these tests ever fires it: what fires is the debt.
 NEVER = 1e-12
@@ -97,20 +94,10 @@ def test_of_every_worker_process_exactly_one_takes_the_debt(tmp_path: Path) -> N
 def test_an_injector_s_client_fault_fires_on_the_first_call_it_can(tmp_path: Path) -> None:
     prefix = str(tmp_path / "run.owed")
     owe(prefix, {"throttle": NEVER})
-    client = boto3.client(
-        "dynamodb",
-        endpoint_url="http://127.0.0.1:9",  # never reached: the engine is a hook
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
-    )
+    client = dynamodb_client()
     injector = Injector(client, dice=Dice(random.Random(0), prefix))
     injector.throttle(NEVER, operations=("ListTables",))
-    client.meta.events.register(
-        "before-send.dynamodb",
-        lambda request, **_: AWSResponse(request.url, 200, HTTPHeaders.from_dict({}), _Body()),
-    )
+    client.meta.events.register("before-send.dynamodb", engine)
     client.describe_limits()  # not an operation the fault is for: it keeps the debt
     with pytest.raises(ClientError, match="Throttling"):
         client.list_tables()
@@ -119,27 +106,9 @@ def test_an_injector_s_client_fault_fires_on_the_first_call_it_can(tmp_path: Pat
     assert injector.counts == {"throttle": 1}
 
 
-class _Body:
-    def stream(self, **_: Any) -> Any:
-        yield b"{}"
-
-    def read(self, *_: Any) -> bytes:
-        return b"{}"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock()
-    monkeypatch.setattr(harness.time, "monotonic", fake)
-    return fake
+    return fake_monotonic(monkeypatch)
 
 
 class Table:

@@ -10,66 +10,30 @@ waited out its backoff and no worker called DynamoDB, injected nothing.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import boto3
 import pytest
-from botocore.awsrequest import AWSResponse
-from botocore.compat import HTTPHeaders
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from oncecli.chaos import harness
 from oncecli.chaos.faults import Injector
 from oncecli.chaos.harness import OUTAGE_S, OutageWindows
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.unit.chaos_fakes import Clock, dynamodb_client, engine, fake_monotonic
 
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """The monotonic clock of the harness and of the workers' hooks (one ``time`` module)."""
-    fake = Clock()
-    monkeypatch.setattr(harness.time, "monotonic", fake)
-    return fake
-
-
-class _Body:
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        yield b"{}"
-
-    def read(self, *_: Any) -> bytes:
-        return b"{}"
-
-
-def _engine(request: Any, **_: Any) -> AWSResponse:
-    """DynamoDB, answering every call the injector lets through."""
-    return AWSResponse(request.url, 200, HTTPHeaders.from_dict({}), _Body())
+    return fake_monotonic(monkeypatch)
 
 
 class Worker:
     """One worker's DynamoDB client with the outage hook installed, as ``worker.py`` does."""
 
     def __init__(self, flag: Path) -> None:
-        self.client = boto3.client(
-            "dynamodb",
-            endpoint_url="http://127.0.0.1:9",  # never reached: the engine is a hook
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
-        )
+        self.client = dynamodb_client()
         self.injector = Injector(self.client)
         self.injector.outage(str(flag), str(_armed(flag)))
-        self.client.meta.events.register("before-send.dynamodb", _engine)
+        self.client.meta.events.register("before-send.dynamodb", engine)
 
     def call(self) -> bool:
         """One DynamoDB call; whether the outage refused it."""
