@@ -155,17 +155,32 @@ def _send(sqs: Any, queue: str, sends: list[Send], *, fifo: bool) -> None:
 
 
 def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
-    """Delete what DynamoDB's TTL would: items whose TTL attribute is in the past."""
-    now = int(time.time())
+    """Delete what DynamoDB's TTL would: items whose TTL attribute is in the past.
+
+    Each delete is conditional on the item being past its TTL still, as DynamoDB's own TTL
+    deletes are: between the scan and the delete a consumer may claim the expired record
+    again, and an unconditional delete would then remove a live lease, letting a second
+    owner in that no consumer caused."""
+    now = {":now": {"N": str(int(time.time()))}}
+    names = {"#t": attribute}
     swept = 0
     for page in ddb.get_paginator("scan").paginate(
         TableName=table,
         FilterExpression="#t < :now",
-        ExpressionAttributeNames={"#t": attribute},
-        ExpressionAttributeValues={":now": {"N": str(now)}},
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues=now,
     ):
         for item in page["Items"]:
-            ddb.delete_item(TableName=table, Key={"id": item["id"]})
+            try:
+                ddb.delete_item(
+                    TableName=table,
+                    Key={"id": item["id"]},
+                    ConditionExpression="#t < :now",
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=now,
+                )
+            except ddb.exceptions.ConditionalCheckFailedException:
+                continue  # written again since the scan: live, not swept
             swept += 1
     return swept
 
