@@ -9,6 +9,12 @@ for tests), then the contents of the user's ``code_dir`` on top. Tests and cache
 the asset. The installed dependencies are cached per user (``$ONCE_CDK_CACHE_DIR``, else
 ``~/.cache/once-cdk/lambda-deps``) under the sha256 of the requirements, because apps and
 tests synthesize many times and the cache lets them do it offline.
+
+With the context key ``HOST_CONTEXT`` set (the ``once`` command's local cloud sets it), the
+dependencies are installed for the Python and platform that synthesizes instead, so that
+the asset runs on this machine as it stands: the local cloud imports each function's handler
+from its own asset, and Lambda's cp313 wheels do not load in another Python. The template
+still declares the Lambda runtime.
 """
 
 from __future__ import annotations
@@ -53,8 +59,17 @@ EXCLUDE = (
 #: would shadow the runtime's boto3/botocore pair with a mismatched botocore.
 PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "urllib3", "python_dateutil", "six")
 
+#: The context key that bundles the dependencies for this machine (see the module's doc).
+HOST_CONTEXT = "once:bundle-for-host"
+
 #: Bumped when the way the cache is built changes, so an old cache is not reused.
 _RECIPE = f"{PYTHON_VERSION} {PIP_PLATFORM} no:{','.join(PROVIDED_BY_RUNTIME)} v2"
+
+
+def _recipe(for_host: bool) -> str:
+    if not for_host:
+        return _RECIPE
+    return f"host {sys.implementation.cache_tag} {sys.platform} {_RECIPE}"
 
 
 def cache_dir() -> Path:
@@ -66,9 +81,9 @@ def cache_dir() -> Path:
     return Path(base) / "once-cdk" / "lambda-deps"
 
 
-def requirements_digest(path: Path = REQUIREMENTS) -> str:
+def requirements_digest(path: Path = REQUIREMENTS, *, for_host: bool = False) -> str:
     """sha256 of the requirements file (and of this recipe): the key of the dependency cache."""
-    return hashlib.sha256(path.read_bytes() + _RECIPE.encode()).hexdigest()
+    return hashlib.sha256(path.read_bytes() + _recipe(for_host).encode()).hexdigest()
 
 
 def _prune(target: Path) -> None:
@@ -97,28 +112,32 @@ def _prune(target: Path) -> None:
             directory.rmdir()
 
 
-def _pip_install(requirements: Path, target: Path) -> None:
+def _pip_install(requirements: Path, target: Path, *, for_host: bool = False) -> None:
+    platform = [] if for_host else [
+        "--platform", PIP_PLATFORM, "--implementation", "cp", "--python-version", PYTHON_VERSION,
+    ]  # fmt: skip
     subprocess.run(
         [
             sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-            "-r", str(requirements), "--target", str(target),
-            "--platform", PIP_PLATFORM, "--implementation", "cp",
-            "--python-version", PYTHON_VERSION, "--only-binary=:all:", "--no-compile",
+            "-r", str(requirements), "--target", str(target), *platform,
+            "--only-binary=:all:", "--no-compile",
         ],
         check=True,
     )  # fmt: skip
 
 
-def cached_dependencies(requirements: Path = REQUIREMENTS, cache: Path | None = None) -> Path:
+def cached_dependencies(
+    requirements: Path = REQUIREMENTS, cache: Path | None = None, *, for_host: bool = False
+) -> Path:
     """The directory of installed runtime dependencies, installing them on first use."""
     cache = cache or cache_dir()
-    cached = cache / requirements_digest(requirements)
+    cached = cache / requirements_digest(requirements, for_host=for_host)
     if cached.is_dir():
         return cached
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="deps-", dir=cache))
     try:
-        _pip_install(requirements, staging)
+        _pip_install(requirements, staging, for_host=for_host)
         _prune(staging)
         os.replace(staging, cached)  # atomic: a concurrent synth sees all or nothing
     except OSError:
@@ -171,9 +190,9 @@ def check_code_dir(code_dir: Path, handler: str) -> str | None:
     return None
 
 
-def build_asset(code_dir: Path, output_dir: Path) -> None:
+def build_asset(code_dir: Path, output_dir: Path, *, for_host: bool = False) -> None:
     """Fill ``output_dir``: the dependencies, the once runtime, then the user's code."""
-    shutil.copytree(cached_dependencies(), output_dir, dirs_exist_ok=True)
+    shutil.copytree(cached_dependencies(for_host=for_host), output_dir, dirs_exist_ok=True)
     shutil.copytree(
         RUNTIME_DIR,
         output_dir / RUNTIME_PACKAGE,
@@ -189,16 +208,18 @@ def build_asset(code_dir: Path, output_dir: Path) -> None:
 class LocalPipBundling:
     """CDK's local bundling hook: build the asset here instead of in a container."""
 
-    def __init__(self, code_dir: Path) -> None:
+    def __init__(self, code_dir: Path, for_host: bool) -> None:
         self._code_dir = code_dir
+        self._for_host = for_host
 
     def try_bundle(self, output_dir: str, _options: object) -> bool:
-        build_asset(self._code_dir, Path(output_dir))
+        build_asset(self._code_dir, Path(output_dir), for_host=self._for_host)
         return True
 
 
-def function_code(code_dir: Path) -> lambda_.Code:
-    """The Lambda asset. The Docker image is never pulled: local bundling always succeeds."""
+def function_code(code_dir: Path, *, for_host: bool = False) -> lambda_.Code:
+    """The Lambda asset. The Docker image is never pulled: local bundling always succeeds.
+    ``for_host``: its dependencies for this machine, not Lambda's (``HOST_CONTEXT``)."""
     return lambda_.Code.from_asset(
         str(code_dir),
         exclude=list(EXCLUDE),
@@ -208,6 +229,6 @@ def function_code(code_dir: Path) -> lambda_.Code:
         bundling=cdk.BundlingOptions(
             image=cdk.DockerImage.from_registry("unused"),
             # jsii hands the options over positionally; the stub spells them as keywords.
-            local=LocalPipBundling(code_dir),  # type: ignore[arg-type]
+            local=LocalPipBundling(code_dir, for_host),  # type: ignore[arg-type]
         ),
     )

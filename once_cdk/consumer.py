@@ -26,7 +26,13 @@ from constructs import Construct
 from once import constants as c
 from once.backoff import Backoff
 from once_cdk import permissions
-from once_cdk.bundling import ARCHITECTURE, RUNTIME, check_code_dir, function_code
+from once_cdk.bundling import (
+    ARCHITECTURE,
+    HOST_CONTEXT,
+    RUNTIME,
+    check_code_dir,
+    function_code,
+)
 from once_cdk.monitoring import Monitoring, resource_name
 from once_cdk.settings import DEFAULT_BACKOFF, ConfigurationError, ConsumerSettings
 
@@ -76,6 +82,14 @@ def _seconds(name: str, value: Duration) -> float:
     return value.to_seconds(integral=False)
 
 
+def _poller_config(pollers: tuple[int, int] | None) -> lambda_.ProvisionedPollerConfig | None:
+    """Provisioned mode's (minimum, maximum) event pollers, or None for Lambda's scaling."""
+    if pollers is None:
+        return None
+    minimum, maximum = pollers
+    return lambda_.ProvisionedPollerConfig(minimum_pollers=minimum, maximum_pollers=maximum)
+
+
 class OnceConsumer(Construct):
     """The queue, DLQ, idempotency table, function, mapping, alarms and dashboard of one
     once consumer.
@@ -98,6 +112,27 @@ class OnceConsumer(Construct):
     d(n) = min(600, 5 * 2**(n-1)). ``backoff=None`` for ``backoff_base_s=None`` (backoff
     off: each retry waits a whole visibility timeout) derives 5, and accepts any count from
     5 that SQS and the queue's retention allow.
+
+    The event source mapping has two opt-in settings, both off by default (the template then
+    holds neither):
+
+    ``provisioned_pollers=(minimum, maximum)`` puts the mapping in provisioned mode: Lambda
+    keeps at least ``minimum`` event pollers (2 to 200) polling the queue and scales up to
+    ``maximum`` (2 to 2000, not below the minimum), each poller running up to 10
+    invocations at once. It suits a queue with steady high throughput, or bursts that must
+    not wait for Lambda's own scaling: pollers already running take a burst at once, and
+    provisioned mode scales faster and further than the default. It costs money: the
+    pollers are billed by the hour (event poller units) whether or not the queue holds
+    messages, the minimum ones always. Lambda refuses provisioned mode together with a
+    maximum concurrency, so ``max_concurrency`` must stay unset: the maximum of pollers
+    bounds the mapping instead, and a ``reserved_concurrency`` must then cover 10
+    invocations per poller at the maximum, or the mapping would be throttled.
+
+    ``event_count_metrics=True`` has the mapping publish its EventCount metrics
+    (``MetricsConfig`` with ``MetricType.EVENT_COUNT``) in the ``AWS/Lambda`` namespace by
+    event source mapping: how many messages it polled, filtered out, invoked the function
+    with and failed to invoke. They tell the mapping's side of a backlog apart from the
+    function's; the construct's alarms and dashboard do not read them.
     """
 
     def __init__(
@@ -121,6 +156,8 @@ class OnceConsumer(Construct):
         alarm_email: str | None = None,
         environment: Mapping[str, str] | None = None,
         backoff: Backoff | None = DEFAULT_BACKOFF,
+        provisioned_pollers: tuple[int, int] | None = None,
+        event_count_metrics: bool = False,
     ) -> None:
         # Everything is checked before the construct joins the tree: a refused setting
         # leaves no half-built consumer behind.
@@ -137,6 +174,8 @@ class OnceConsumer(Construct):
             max_receive_count=max_receive_count,
             environment=tuple(environment),
             backoff=backoff,
+            provisioned_pollers=provisioned_pollers,
+            event_count_metrics=event_count_metrics,
         )
         retention = retention_days(log_retention)
         code_path = Path(code_dir).resolve()
@@ -177,7 +216,7 @@ class OnceConsumer(Construct):
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=handler,
-            code=function_code(code_path),
+            code=function_code(code_path, for_host=bool(self.node.try_get_context(HOST_CONTEXT))),
             timeout=Duration.seconds(int(settings.timeout_s)),
             memory_size=settings.memory_mb,
             tracing=lambda_.Tracing.ACTIVE,
@@ -209,6 +248,12 @@ class OnceConsumer(Construct):
             max_batching_window=Duration.seconds(int(settings.batching_window_s)),
             report_batch_item_failures=True,
             max_concurrency=settings.max_concurrency,
+            provisioned_poller_config=_poller_config(settings.provisioned_pollers),
+            metrics_config=(
+                lambda_.MetricsConfig(metrics=[lambda_.MetricType.EVENT_COUNT])
+                if settings.event_count_metrics
+                else None
+            ),
         )
         # The mapping polls with the role: create it only once the role may read the queue.
         self.mapping.node.add_dependency(self.role)

@@ -34,6 +34,13 @@ DEFAULT_BACKOFF: Final = Backoff(c.DEFAULT_BACKOFF_BASE_S, c.DEFAULT_BACKOFF_MAX
 #: Lambda's bounds on an SQS event source mapping and on a function.
 MIN_MAX_CONCURRENCY: Final = 2
 MAX_MAX_CONCURRENCY: Final = 1000
+#: Provisioned mode of an SQS event source mapping: the bounds of its minimum and of its
+#: maximum number of event pollers (Lambda's SQS parameters; the API's own range for the
+#: minimum starts at 1, for Kafka), and how many invocations one poller runs at once.
+MIN_POLLERS: Final = 2
+MAX_MINIMUM_POLLERS: Final = 200
+MAX_MAXIMUM_POLLERS: Final = 2000
+INVOCATIONS_PER_POLLER: Final = 10
 STANDARD_MAX_BATCH_SIZE: Final = 10_000
 #: A standard queue's batch above this size needs a batching window of at least 1 s.
 BATCH_SIZE_WITHOUT_WINDOW: Final = 10
@@ -160,6 +167,10 @@ class ConsumerSettings:
     #: The backoff ``make_handler`` was given (None: backoff off); the construct only
     #: derives and checks maxReceiveCount with it.
     backoff: Backoff | None = DEFAULT_BACKOFF
+    #: Provisioned mode: (minimum, maximum) event pollers, or None for Lambda's own scaling.
+    provisioned_pollers: tuple[int, int] | None = None
+    #: The mapping's EventCount metrics (MetricsConfig), off unless asked for.
+    event_count_metrics: bool = False
 
     def __post_init__(self) -> None:
         problems = self.problems()
@@ -189,6 +200,12 @@ class ConsumerSettings:
             )
         found += self._batching_problems()
         found += self._concurrency_problems()
+        found += self._poller_problems()
+        if not isinstance(self.event_count_metrics, bool):
+            found.append(
+                f"event_count_metrics={self.event_count_metrics!r}: pass True to have the "
+                "mapping publish its EventCount metrics, or False (the default)"
+            )
         reserved = sorted(set(self.environment) & set(RESERVED_ENVIRONMENT))
         if reserved:
             found.append(
@@ -233,7 +250,7 @@ class ConsumerSettings:
                 f"max_concurrency={maximum}: an SQS event source mapping takes "
                 f"{MIN_MAX_CONCURRENCY} to {MAX_MAX_CONCURRENCY}"
             )
-        if reserved is not None and maximum is None:
+        if reserved is not None and maximum is None and self.provisioned_pollers is None:
             found.append(
                 f"reserved_concurrency={reserved} without max_concurrency: the mapping would "
                 "scale past the reservation and be throttled; set max_concurrency to at most "
@@ -243,6 +260,66 @@ class ConsumerSettings:
             found.append(
                 f"reserved_concurrency={reserved} is below max_concurrency={maximum}: the "
                 "mapping's pollers would be throttled; reserve at least max_concurrency"
+            )
+        return found
+
+    def _poller_problems(self) -> list[str]:
+        """Provisioned mode: two whole numbers within Lambda's bounds for SQS, the minimum
+        not above the maximum; never with max_concurrency, which Lambda refuses beside it;
+        and a reservation that the pollers at their maximum do not outgrow."""
+        pollers = self.provisioned_pollers
+        if pollers is None:
+            return []
+        if not (
+            isinstance(pollers, tuple)
+            and len(pollers) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in pollers)
+        ):
+            return [
+                f"provisioned_pollers={pollers!r}: pass (minimum, maximum), two whole "
+                f"numbers of event pollers, e.g. ({MIN_POLLERS}, 20); or None for Lambda's "
+                "own scaling"
+            ]
+        found: list[str] = []
+        minimum, maximum = pollers
+        name = f"provisioned_pollers={pollers!r}"
+        if not MIN_POLLERS <= minimum <= MAX_MINIMUM_POLLERS:
+            found.append(
+                f"{name}: an SQS event source mapping takes a minimum of {MIN_POLLERS} to "
+                f"{MAX_MINIMUM_POLLERS} event pollers, not {minimum}"
+            )
+        if not MIN_POLLERS <= maximum <= MAX_MAXIMUM_POLLERS:
+            found.append(
+                f"{name}: an SQS event source mapping takes a maximum of {MIN_POLLERS} to "
+                f"{MAX_MAXIMUM_POLLERS} event pollers, not {maximum}"
+            )
+        if minimum > maximum:
+            found.append(
+                f"{name}: the minimum {minimum} is above the maximum {maximum}; pass "
+                "(minimum, maximum) with the minimum at most the maximum"
+            )
+        if self.max_concurrency is not None:
+            found.append(
+                f"{name} with max_concurrency={self.max_concurrency}: Lambda refuses a "
+                "mapping in provisioned mode that also has a maximum concurrency; leave "
+                "max_concurrency unset and bound the mapping with the maximum of pollers "
+                f"(each runs up to {INVOCATIONS_PER_POLLER} invocations at once), or drop "
+                "provisioned_pollers"
+            )
+        reserved = self.reserved_concurrency
+        needed = INVOCATIONS_PER_POLLER * maximum
+        if not found and reserved is not None and reserved < needed:
+            # The most pollers the reservation serves, if that still leaves a valid pair.
+            fewer = reserved // INVOCATIONS_PER_POLLER
+            lower = (
+                f", or lower the maximum of pollers to {fewer}"
+                if fewer >= max(MIN_POLLERS, minimum)
+                else ""
+            )
+            found.append(
+                f"reserved_concurrency={reserved} is below what {maximum} pollers run at once "
+                f"({maximum} x {INVOCATIONS_PER_POLLER} = {needed}): the mapping's invocations "
+                f"would be throttled; reserve at least {needed}{lower}"
             )
         return found
 
