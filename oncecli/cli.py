@@ -37,8 +37,7 @@ from oncecli.errors import (
 )
 from oncecli.localcloud import cloud
 from oncecli.localcloud.engines import ENGINES
-from oncecli.localcloud.template import STACK_NAME
-from oncecli.project import BUILD_DIR
+from oncecli.project import Project
 
 # The demo, the report and the commands import the once layer, whose logger reads its level
 # from the environment when first imported. Worker processes (multiprocessing "spawn")
@@ -71,11 +70,17 @@ def _local_args(parser: argparse.ArgumentParser) -> None:
         help="where the tables live; SQS is always moto (default: %(default)s)",
     )
     parser.add_argument(
+        "--app",
+        metavar="CMD",
+        help='the command that synthesizes the CDK app, e.g. "python3 app.py", run in the '
+        "working directory (default: the app of the nearest cdk.json at or above it)",
+    )
+    parser.add_argument(
         "--template-dir",
         type=Path,
         metavar="DIR",
-        help="a synthesized cloud assembly to deploy (default: synthesize the local stage "
-        "of the CDK app here, cached in build/localcloud)",
+        help="a synthesized cloud assembly to deploy (default: synthesize the app's local "
+        "stage, cached in build/localcloud beside its cdk.json)",
     )
     parser.add_argument(
         "-c",
@@ -91,7 +96,7 @@ def _target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stack",
         help=f"the CloudFormation stack whose outputs name the queues and table (default: "
-        f"${STACK_ENV}; with --endpoint-url, {STACK_NAME})",
+        f"${STACK_ENV}; with --endpoint-url, the local cloud's one once stack)",
     )
     parser.add_argument(
         "--endpoint-url",
@@ -238,8 +243,18 @@ def build_parser() -> argparse.ArgumentParser:
     status = _sub(
         sub,
         "status",
-        "show queue depth, messages in flight, DLQ depth and records by status",
+        "show queue depth, messages in flight, DLQ depth, records by status and the "
+        "outcome counts (Processed, Duplicate, ...) of the last 24 h",
         epilog(*target_failures),
+    )
+    status.add_argument(
+        "--watch",
+        type=float,
+        nargs="?",
+        const=2.0,
+        default=None,
+        metavar="S",
+        help="refresh in place every S seconds until Ctrl-C (S defaults to 2; default: print once)",
     )
     _target_args(status)
 
@@ -324,9 +339,17 @@ def _demo(args: argparse.Namespace, argv: list[str], console: Console) -> int:
 
 
 def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
+    from oncecli.localcloud.emf import Shipper
+
     local = cloud.start(
-        args.engine, argv, assembly=args.template_dir, context=_context(args.context)
+        args.engine,
+        argv,
+        assembly=args.template_dir,
+        context=_context(args.context),
+        project=None if args.template_dir else Project.find(app=args.app),
     )
+    mappings = []
+    shipper = Shipper(local.client("cloudwatch"))
     try:
         # soft_wrap: URLs and flags stay on one line, whatever the width or the pipe.
         for note in local.notes:
@@ -334,33 +357,41 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
         flags = f"--endpoint-url {local.endpoints['sqs']} --region {LOCAL_REGION}"
         if local.endpoints["dynamodb"] != local.endpoints["sqs"]:
             flags += f" --dynamodb-endpoint-url {local.endpoints['dynamodb']}"
-        console.print(f"[bold]{STACK_NAME}[/] is up: {flags}", soft_wrap=True)
+        for stack in local.stacks:
+            names = ", ".join(c.name for c in local.consumers if c.stack == stack.name)
+            console.print(
+                f"[bold]{stack.name}[/] is up ({names or 'no consumer'}): "
+                f"once status --stack {stack.name} {flags}",
+                soft_wrap=True,
+            )
+            for key, value in local.outputs_of(stack.name).items():
+                console.print(f"  {key} = {value}", soft_wrap=True)
         console.print(f"  Region = {LOCAL_REGION}", soft_wrap=True)
-        for key, value in local.outputs.items():
-            console.print(f"  {key} = {value}", soft_wrap=True)
         sys.stdout.flush()
-        mapping = None
         if not args.no_mapping:
-            from oncecli.localcloud.mapping import Mapping
-
-            config = local.mapping_config()
-            mapping = Mapping(
-                config,
-                local.function_config(),
-                sqs_factory=lambda: local.client("sqs"),
-                workers=args.workers or config.max_concurrency or 2,
-                env=local.worker_env(),
-                log_path=str(BUILD_DIR / "workers.log"),
-            ).start()
-            console.print(f"mapping running with {mapping.concurrency} workers; Ctrl-C stops")
+            for consumer in local.consumers:
+                config = consumer.mapping
+                mapping = local.mapping(
+                    args.workers or config.max_concurrency or 2, consumer.log_name, consumer
+                )
+                mappings.append(mapping.start())
+                shipper.follow(local.build_dir / consumer.log_name)
+                console.print(
+                    f"{consumer.stack} ({consumer.name}): mapping running with "
+                    f"{mapping.concurrency} workers; logs in {local.build_dir / consumer.log_name}",
+                    soft_wrap=True,
+                )
+            shipper.start()
+            console.print("Ctrl-C stops")
         sys.stdout.flush()
         deadline = None if args.for_s is None else time.monotonic() + args.for_s
         try:
             while deadline is None or time.monotonic() < deadline:
                 time.sleep(0.2)
         finally:
-            if mapping is not None:
+            for mapping in mappings:
                 mapping.stop()
+            shipper.stop()
     finally:
         local.stop()
     return 0

@@ -3,7 +3,9 @@
 Why they find everything through CloudFormation outputs: the stack is the single source of
 the queue URLs and table names, so the commands never need them typed in. A deployed stack
 is reached with the standard AWS credential chain and region (``--stack NAME``); the local
-cloud with ``--endpoint-url`` (its stack is ``Once-local`` unless ``--stack`` says otherwise).
+cloud with ``--endpoint-url`` (``--stack`` names one of its stacks; it may be left out when
+the local cloud runs one once stack). ``status`` also reads the outcome counts the
+function's EMF lines published to CloudWatch (locally, ``localcloud.emf`` keeps them).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,8 @@ from botocore.exceptions import (
     NoCredentialsError,
     NoRegionError,
 )
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.table import Table
 
 from once import constants as c
@@ -49,7 +53,6 @@ from oncecli.errors import (
     StackNotFound,
     UsageError,
 )
-from oncecli.localcloud.template import STACK_NAME
 from oncecli.redrive import move
 
 #: The outputs every stack built from an OnceConsumer has; the example's ledger is not one.
@@ -67,6 +70,9 @@ class Target:
     prefix: str
     #: Why the prefix is a guess, when the stack does not say it (no ``ServiceName`` output).
     prefix_note: str | None = None
+    #: Where the function's metrics are (None: not asked for).
+    cloudwatch: Any = None
+    lambda_: Any = None
 
     def record_id(self, key: str) -> str:
         return record_id(self.prefix, key)
@@ -96,25 +102,55 @@ def _session(args: argparse.Namespace) -> boto3.Session:
     return session
 
 
-def resolve(args: argparse.Namespace) -> Target:
-    """Find the stack's outputs and build the clients, or fail with a clear exit code."""
-    stack = args.stack or (STACK_NAME if args.endpoint_url else os.environ.get(STACK_ENV))
-    if not stack:
+def _once_stacks(cfn: Any) -> list[str]:
+    """The stacks at an endpoint whose outputs make them once stacks."""
+    names = []
+    for page in cfn.get_paginator("describe_stacks").paginate():
+        for stack in page["Stacks"]:
+            keys = {o["OutputKey"] for o in stack.get("Outputs", [])}
+            if keys.issuperset(_REQUIRED_OUTPUTS):
+                names.append(str(stack["StackName"]))
+    return sorted(names)
+
+
+def _stack_name(args: argparse.Namespace, cfn: Any) -> str:
+    """``--stack``, else ``$ONCE_STACK``; with ``--endpoint-url``, else the local cloud's
+    one once stack."""
+    stack = args.stack or os.environ.get(STACK_ENV)
+    if stack:
+        return str(stack)
+    if not args.endpoint_url:
         raise UsageError(
             f"which stack? pass --stack NAME or set {STACK_ENV} (a deployed stack), or pass "
             "--endpoint-url URL (the local cloud)"
         )
+    found = _once_stacks(cfn)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise StackNotFound(
+            f"the local cloud at {args.endpoint_url} runs no once stack: is `once up` running "
+            "in your project, and does each stack call once_cdk's add_cli_outputs?"
+        )
+    raise UsageError(f"which stack? the local cloud runs {', '.join(found)}: pass --stack NAME")
+
+
+def resolve(args: argparse.Namespace) -> Target:
+    """Find the stack's outputs and build the clients, or fail with a clear exit code."""
+    stack = args.stack or ""
     config = Config(retries={"mode": "standard", "max_attempts": 3})
     try:
         session = _session(args)
         endpoint = args.endpoint_url
         cfn = session.client("cloudformation", endpoint_url=endpoint, config=config)
+        stack = _stack_name(args, cfn)
         stacks = cfn.describe_stacks(StackName=stack)["Stacks"]
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
         missing = [k for k in _REQUIRED_OUTPUTS if k not in outputs]
         if missing:
             raise StackNotFound(
-                f"stack {stack} has no output {', '.join(missing)}: is it a once stack?"
+                f"stack {stack} has no output {', '.join(missing)}: is it a once stack? "
+                "(once_cdk's add_cli_outputs(consumer) adds them)"
             )
         prefix, prefix_note = _record_prefix(stack, outputs, session, endpoint, config)
         ddb_endpoint = args.dynamodb_endpoint_url or endpoint
@@ -125,6 +161,8 @@ def resolve(args: argparse.Namespace) -> Target:
             session.client("dynamodb", endpoint_url=ddb_endpoint, config=config),
             prefix,
             prefix_note,
+            session.client("cloudwatch", endpoint_url=endpoint, config=config),
+            session.client("lambda", endpoint_url=endpoint, config=config),
         )
     except NoCredentialsError as error:
         raise NoCredentials(
@@ -240,8 +278,82 @@ def _key(path: jmespath.parser.ParsedResult, body: str) -> str | None:
     return None if found is None else str(found)
 
 
-def status(args: argparse.Namespace, console: Console) -> int:
-    target = resolve(args)
+#: The outcome counts ``status`` shows, in the order of the design's outcome table.
+OUTCOME_METRICS = (
+    c.METRIC_PROCESSED,
+    c.METRIC_DUPLICATE,
+    c.METRIC_CONFLICT,
+    c.METRIC_BUSY,
+    c.METRIC_FAILED,
+    c.METRIC_QUARANTINED,
+    c.METRIC_LEASE_LOST,
+    c.METRIC_LEASE_EXPIRED,
+    c.METRIC_DEADLINE,
+    c.METRIC_TAKEOVER,
+    c.METRIC_INTERNAL_ERROR,
+)
+#: How far back ``status`` sums the outcome counts.
+METRICS_WINDOW_S = 24 * 3600
+
+
+def _namespace(target: Target) -> str:
+    """The function's metrics namespace: its environment's, else the runtime's default."""
+    name = target.outputs.get("FunctionName")
+    if name:
+        with _quietly():
+            env = (
+                target.lambda_.get_function_configuration(FunctionName=name)
+                .get("Environment", {})
+                .get("Variables", {})
+            )
+            return str(env.get(c.ENV_METRICS_NAMESPACE) or c.DEFAULT_METRICS_NAMESPACE)
+    return c.DEFAULT_METRICS_NAMESPACE
+
+
+class _quietly:
+    """A context that swallows the AWS errors of an optional read."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> bool:
+        return kind is not None and issubclass(kind, ClientError | BotoCoreError)
+
+
+def outcome_counts(target: Target, namespace: str, now: float | None = None) -> dict[str, int]:
+    """The sum of each outcome metric over the last ``METRICS_WINDOW_S``, dimension
+    ``service`` = the stack's service, as the function published them."""
+    end = now or time.time()
+    queries = [
+        {
+            "Id": f"m{n}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": namespace,
+                    "MetricName": name,
+                    "Dimensions": [{"Name": "service", "Value": target.prefix}],
+                },
+                "Period": 60,
+                "Stat": "Sum",
+            },
+            "ReturnData": True,
+        }
+        for n, name in enumerate(OUTCOME_METRICS)
+    ]
+    response = target.cloudwatch.get_metric_data(
+        MetricDataQueries=queries,
+        StartTime=datetime.fromtimestamp(end - METRICS_WINDOW_S, UTC),
+        EndTime=datetime.fromtimestamp(end + 60, UTC),
+    )
+    counts = dict.fromkeys(OUTCOME_METRICS, 0)
+    for result in response.get("MetricDataResults", []):
+        name = OUTCOME_METRICS[int(result["Id"][1:])]
+        counts[name] = int(sum(result.get("Values", [])))
+    return counts
+
+
+def status_view(target: Target, namespace: str) -> Group:
+    """The tables ``status`` prints: the queues and records, then the outcome counts."""
     queue = queue_depth(target.sqs, target.outputs["QueueUrl"])
     dlq = queue_depth(target.sqs, target.outputs["DlqUrl"])
     now_ms = int(time.time() * 1000)
@@ -260,8 +372,34 @@ def status(args: argparse.Namespace, console: Console) -> int:
     table.add_row("DLQ depth", str(dlq.total))
     for state in sorted(counts):
         table.add_row(f"records {state}", str(counts[state]))
-    console.print(table)
-    return 0
+    outcomes = Table(
+        title=f"outcomes, last {METRICS_WINDOW_S // 3600} h ({namespace}, service {target.prefix})",
+        title_justify="left",
+    )
+    outcomes.add_column("metric")
+    outcomes.add_column("count", justify="right")
+    try:
+        for name, count in outcome_counts(target, namespace).items():
+            outcomes.add_row(name, str(count))
+    except (ClientError, BotoCoreError) as error:
+        outcomes.add_row(f"unavailable: {_short(error)}", "-")
+    return Group(table, outcomes)
+
+
+def status(args: argparse.Namespace, console: Console) -> int:
+    """The queues, records and outcome counts; with ``--watch``, refreshed in place."""
+    target = resolve(args)
+    namespace = _namespace(target)
+    if not args.watch:
+        console.print(status_view(target, namespace))
+        return 0
+    try:
+        with Live(status_view(target, namespace), console=console, auto_refresh=False) as live:
+            while True:
+                time.sleep(args.watch)
+                live.update(status_view(target, namespace), refresh=True)
+    except KeyboardInterrupt:
+        return 0
 
 
 def inspect(args: argparse.Namespace, console: Console) -> int:

@@ -1,13 +1,16 @@
-"""The local cloud: the CDK app's ``local`` stage, deployed to moto on this machine.
+"""The local cloud: a CDK app's ``local`` stage, deployed to moto on this machine.
 
-Why: the demo and the tests should run the stack that ships, not a hand-made copy. So this
-module takes the synthesized template (``template``: made deployable on moto there),
-publishes its assets to moto's S3, creates the stack through moto's CloudFormation, and
-reads the resources back from the stack. Where moto differs from AWS it is patched, and
-each patch is listed in ``LocalCloud.notes``: the template's changes, and moto ignoring
-``TimeToLiveSpecification`` (UpdateTimeToLive is called for it).
+Why: the demo, ``once up`` and a team's integration tests should run the stacks that ship,
+not a hand-made copy. So this module synthesizes the app (``template``: found in its
+``cdk.json``, made deployable on moto), finds every ``OnceConsumer`` in every stack, and
+deploys the stacks that hold one, in dependency order: it publishes their assets to moto's
+S3, creates each stack through moto's CloudFormation, and reads the resources back. Each
+consumer's function runs from its own asset (``mapping``, ``invocation``). Where moto
+differs from AWS it is patched, and each patch is listed in ``LocalCloud.notes``: the
+template's changes, and moto ignoring ``TimeToLiveSpecification`` (UpdateTimeToLive is
+called for it).
 
-With ``engine="dynamodb-local"`` the two tables are also created on DynamoDB Local, from the
+With ``engine="dynamodb-local"`` the tables are also created on DynamoDB Local, from the
 template's definitions and with the names the stack gave them, and everything that reads or
 writes DynamoDB is pointed there; SQS stays on moto.
 """
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
-from oncecli.errors import EngineFailed
+from oncecli.errors import EngineFailed, SynthFailed, UsageError
 from oncecli.localcloud.engines import (
     ENGINES,
     DynamoDBLocal,
@@ -34,13 +37,21 @@ from oncecli.localcloud.engines import (
     enter_private_netns,
 )
 from oncecli.localcloud.mapping import FunctionConfig, Mapping, MappingConfig
-from oncecli.localcloud.template import STACK_NAME, for_moto, load_template, resources_of, synth
-from oncecli.project import BUILD_DIR
+from oncecli.localcloud.template import (
+    ConsumerFound,
+    StackFound,
+    for_moto,
+    resources_of,
+    stacks_of,
+    synth,
+    to_deploy,
+)
+from oncecli.project import BUILD_DIR, Project
 
 
-def _zip_asset(source: Path, digest: str) -> Path:
+def _zip_asset(source: Path, digest: str, build_dir: Path) -> Path:
     """The zipped asset directory, cached by its asset hash (37 MB zips in seconds, once)."""
-    target = BUILD_DIR / "assets" / f"{digest}.zip"
+    target = build_dir / "assets" / f"{digest}.zip"
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -54,14 +65,18 @@ def _zip_asset(source: Path, digest: str) -> Path:
     return target
 
 
-def publish_assets(s3: Any, assembly: Path, stack: str = STACK_NAME) -> int:
-    """Upload the file assets where the template expects them, as ``cdk deploy`` would."""
-    manifest = json.loads((assembly / f"{stack}.assets.json").read_text())
+def publish_assets(s3: Any, assembly: Path, artifact: str, build_dir: Path) -> int:
+    """Upload a stack's file assets where its template expects them, as ``cdk deploy``
+    would."""
+    manifest_path = assembly / f"{artifact}.assets.json"
+    if not manifest_path.is_file():
+        return 0
+    manifest = json.loads(manifest_path.read_text())
     count = 0
     for digest, asset in manifest.get("files", {}).items():
         source = assembly / asset["source"]["path"]
         if asset["source"].get("packaging") == "zip" and source.is_dir():
-            source = _zip_asset(source, digest)
+            source = _zip_asset(source, digest, build_dir)
         for destination in asset["destinations"].values():
             bucket = (
                 destination["bucketName"]
@@ -105,17 +120,46 @@ def _enable_ttl(ddb: Any, name: str, properties: dict[str, Any]) -> str | None:
 
 
 @dataclass
+class Consumer:
+    """One deployed ``OnceConsumer``: where it was found, its stack's outputs, and what the
+    mapping emulator needs of it."""
+
+    found: ConsumerFound
+    outputs: dict[str, str]
+    function: FunctionConfig
+    mapping: MappingConfig
+
+    @property
+    def stack(self) -> str:
+        return self.found.stack
+
+    @property
+    def name(self) -> str:
+        return self.found.name
+
+    @property
+    def log_name(self) -> str:
+        """Its workers' log file (in the build folder)."""
+        return f"workers-{self.found.path.replace('/', '-')}.log"
+
+
+@dataclass
 class LocalCloud:
-    """moto (and DynamoDB Local) running with the local stack deployed; a context manager."""
+    """moto (and DynamoDB Local) running with the app's consumer stacks deployed; a context
+    manager. ``project``: the CDK app to synthesize (default: the one at or above the
+    working directory); ``assembly``: a synthesized cloud assembly instead."""
 
     engine: str = "moto"
     assembly: Path | None = None
     context: dict[str, str] = field(default_factory=dict)
+    project: Project | None = None
     notes: list[str] = field(default_factory=list)
-    outputs: dict[str, str] = field(default_factory=dict)
     endpoints: dict[str, str] = field(default_factory=dict)
-    template: dict[str, Any] = field(default_factory=dict)
+    stacks: list[StackFound] = field(default_factory=list)
+    consumers: list[Consumer] = field(default_factory=list)
+    build_dir: Path = BUILD_DIR
     _engines: list[Engine] = field(default_factory=list)
+    _stack_outputs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -123,13 +167,23 @@ class LocalCloud:
 
     # --- lifecycle --------------------------------------------------------------------------
     def start(self) -> LocalCloud:
-        BUILD_DIR.mkdir(parents=True, exist_ok=True)
-        assembly = self.assembly or synth(self.context, log=BUILD_DIR / "synth.log")
-        self.template = load_template(assembly)
+        if self.assembly is None:
+            self.project = self.project or Project.find()
+            self.build_dir = self.project.build_dir
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        assembly = self.assembly or synth(
+            self.project or Project.find(), self.context, log=self.build_dir / "synth.log"
+        )
+        self.stacks = to_deploy(stacks_of(assembly))
+        if not self.stacks:
+            raise SynthFailed(
+                f"the app synthesized in {assembly} has no OnceConsumer: the local cloud runs "
+                "the stacks that hold one (once_cdk.OnceConsumer)"
+            )
         os.environ.update(local_env())
         os.environ.pop("AWS_PROFILE", None)
         try:
-            moto = MotoServer(log=BUILD_DIR / "moto.log").start()
+            moto = MotoServer(log=self.build_dir / "moto.log").start()
             self._engines.append(moto)
             self.endpoints = {
                 "sqs": moto.endpoint,
@@ -137,10 +191,11 @@ class LocalCloud:
                 "cloudformation": moto.endpoint,
             }
             if self.engine == "dynamodb-local":
-                local = DynamoDBLocal(log=BUILD_DIR / "dynamodb-local.log").start()
+                local = DynamoDBLocal(log=self.build_dir / "dynamodb-local.log").start()
                 self._engines.append(local)
                 self.endpoints["dynamodb"] = local.endpoint
-            self._deploy(assembly)
+            for stack in self.stacks:
+                self._deploy(assembly, stack)
         except BaseException:
             self.stop()
             raise
@@ -162,64 +217,79 @@ class LocalCloud:
         return local_client(service, endpoint)
 
     # --- deploy ----------------------------------------------------------------------------
-    def _deploy(self, assembly: Path) -> None:
+    def _deploy(self, assembly: Path, stack: StackFound) -> None:
         moto = self.endpoints["sqs"]
-        deployable, notes = for_moto(self.template)
-        self.notes.extend(notes)
-        publish_assets(local_client("s3", moto), assembly)
+        deployable, notes = for_moto(stack.template, stack.name)
+        self.notes.extend(f"{stack.name}: {note}" for note in notes)
+        publish_assets(local_client("s3", moto), assembly, stack.artifact, self.build_dir)
         cfn = local_client("cloudformation", moto)
         cfn.create_stack(
-            StackName=STACK_NAME,
+            StackName=stack.name,
             TemplateBody=json.dumps(deployable),
-            Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
+            Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
         )
-        stack = self._wait_for_stack(cfn)
-        self.outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
-        self._apply_ttl()
+        described = self._wait_for_stack(cfn, stack.name)
+        self._stack_outputs[stack.name] = {
+            o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])
+        }
+        self._apply_ttl(stack)
         if self.engine == "dynamodb-local":
-            self._tables_on_dynamodb_local()
+            self._tables_on_dynamodb_local(stack)
+        for found in stack.consumers:
+            self.consumers.append(
+                Consumer(
+                    found,
+                    self._stack_outputs[stack.name],
+                    self._function_config(found),
+                    self._mapping_config(stack, found),
+                )
+            )
 
-    def _wait_for_stack(self, cfn: Any) -> dict[str, Any]:
+    def _wait_for_stack(self, cfn: Any, name: str) -> dict[str, Any]:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            stack = cfn.describe_stacks(StackName=STACK_NAME)["Stacks"][0]
+            stack = cfn.describe_stacks(StackName=name)["Stacks"][0]
             if stack["StackStatus"] == "CREATE_COMPLETE":
-                return stack
+                return dict(stack)
             if stack["StackStatus"].endswith(("FAILED", "ROLLBACK_COMPLETE")):
                 raise EngineFailed(
-                    f"the local deploy failed: {stack['StackStatus']} "
+                    f"the local deploy of {name} failed: {stack['StackStatus']} "
                     f"{stack.get('StackStatusReason', '')}"
                 )
             time.sleep(0.2)
-        raise EngineFailed("the local deploy did not finish within 60 s")
+        raise EngineFailed(f"the local deploy of {name} did not finish within 60 s")
 
-    def physical_id(self, logical_id: str) -> str:
+    def physical_id(self, logical_id: str, stack: str | None = None) -> str:
         cfn = local_client("cloudformation", self.endpoints["sqs"])
-        found = cfn.describe_stack_resource(StackName=STACK_NAME, LogicalResourceId=logical_id)
+        found = cfn.describe_stack_resource(
+            StackName=stack or self.only().stack, LogicalResourceId=logical_id
+        )
         return str(found["StackResourceDetail"]["PhysicalResourceId"])
 
-    def _apply_ttl(self) -> None:
+    def _apply_ttl(self, stack: StackFound) -> None:
         ddb = local_client("dynamodb", self.endpoints["sqs"])
-        for logical_id, table in resources_of(self.template, "AWS::DynamoDB::Table").items():
-            attribute = _enable_ttl(ddb, self.physical_id(logical_id), table["Properties"])
+        for logical_id, table in resources_of(stack.template, "AWS::DynamoDB::Table").items():
+            name = self.physical_id(logical_id, stack.name)
+            attribute = _enable_ttl(ddb, name, table["Properties"])
             if attribute:
                 self.notes.append(
-                    f"TTL on {attribute} applied with UpdateTimeToLive "
+                    f"{stack.name}: TTL on {attribute} applied with UpdateTimeToLive "
                     "(moto ignores the template's)"
                 )
 
-    def _tables_on_dynamodb_local(self) -> None:
+    def _tables_on_dynamodb_local(self, stack: StackFound) -> None:
         ddb = local_client("dynamodb", self.endpoints["dynamodb"])
-        for logical_id, table in resources_of(self.template, "AWS::DynamoDB::Table").items():
-            name = self.physical_id(logical_id)
+        for logical_id, table in resources_of(stack.template, "AWS::DynamoDB::Table").items():
+            name = self.physical_id(logical_id, stack.name)
             _create_table(ddb, name, table["Properties"])
             _enable_ttl(ddb, name, table["Properties"])
-        self.notes.append("tables created on DynamoDB Local from the template's definitions")
+        self.notes.append(
+            f"{stack.name}: tables created on DynamoDB Local from the template's definitions"
+        )
 
-    # --- what the mapping needs ------------------------------------------------------------
-    def function_config(self) -> FunctionConfig:
-        ((logical_id, _),) = resources_of(self.template, "AWS::Lambda::Function").items()
-        name = self.physical_id(logical_id)
+    # --- the consumers ---------------------------------------------------------------------
+    def _function_config(self, found: ConsumerFound) -> FunctionConfig:
+        name = self.physical_id(found.function_id, found.stack)
         conf = local_client("lambda", self.endpoints["sqs"]).get_function_configuration(
             FunctionName=name
         )
@@ -230,14 +300,13 @@ class LocalCloud:
             timeout_s=int(conf["Timeout"]),
             memory_mb=int(conf["MemorySize"]),
             environment=dict(conf.get("Environment", {}).get("Variables", {})),
+            code_dir=str(found.asset) if found.asset else None,
         )
 
-    def mapping_config(self) -> MappingConfig:
-        ((_, mapping),) = resources_of(self.template, "AWS::Lambda::EventSourceMapping").items()
-        props = mapping["Properties"]
-        source_id = props["EventSourceArn"]["Fn::GetAtt"][0]
+    def _mapping_config(self, stack: StackFound, found: ConsumerFound) -> MappingConfig:
+        props = stack.template["Resources"][found.mapping_id]["Properties"]
         sqs = local_client("sqs", self.endpoints["sqs"])
-        url = self.physical_id(source_id)
+        url = self.physical_id(found.queue_id, found.stack)
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         redrive = json.loads(attributes.get("RedrivePolicy", "null") or "null")
         return MappingConfig(
@@ -253,28 +322,69 @@ class LocalCloud:
             max_receive_count=int(redrive["maxReceiveCount"]) if redrive else None,
         )
 
-    def mapping(self, workers: int, log_name: str) -> Mapping:
-        """The event source mapping emulator for this cloud's queue and function."""
+    def consumer(self, stack: str | None = None, name: str | None = None) -> Consumer:
+        """The consumer of ``stack`` (and construct id ``name``); either may be left out
+        when only one consumer matches."""
+        matches = [
+            c
+            for c in self.consumers
+            if (stack is None or c.stack == stack) and (name is None or c.name == name)
+        ]
+        if len(matches) != 1:
+            known = ", ".join(f"{c.stack} ({c.name})" for c in self.consumers)
+            which = "no" if not matches else "more than one"
+            raise UsageError(
+                f"{which} consumer matches stack={stack} name={name}; the local cloud runs: {known}"
+            )
+        return matches[0]
+
+    def only(self) -> Consumer:
+        """The one consumer of a single-consumer app (the example's)."""
+        return self.consumer()
+
+    def outputs_of(self, stack: str) -> dict[str, str]:
+        return self._stack_outputs[stack]
+
+    # The single consumer's view, for the demo and the tests of the example app.
+    @property
+    def outputs(self) -> dict[str, str]:
+        return self.only().outputs
+
+    @property
+    def template(self) -> dict[str, Any]:
+        stack = self.only().stack
+        return next(s.template for s in self.stacks if s.name == stack)
+
+    def function_config(self, consumer: Consumer | None = None) -> FunctionConfig:
+        return (consumer or self.only()).function
+
+    def mapping_config(self, consumer: Consumer | None = None) -> MappingConfig:
+        return (consumer or self.only()).mapping
+
+    def mapping(self, workers: int, log_name: str, consumer: Consumer | None = None) -> Mapping:
+        """The event source mapping emulator for a consumer's queue and function."""
+        consumer = consumer or self.only()
         return Mapping(
-            self.mapping_config(),
-            self.function_config(),
+            consumer.mapping,
+            consumer.function,
             sqs_factory=lambda: self.client("sqs"),
             workers=workers,
-            env=self.worker_env(),
-            log_path=str(BUILD_DIR / log_name),
+            env=self.worker_env(consumer),
+            log_path=str(self.build_dir / log_name),
         )
 
-    def worker_env(self) -> dict[str, str]:
-        """What a worker needs beyond the function's own environment variables."""
-        function = self.function_config()
+    def worker_env(self, consumer: Consumer | None = None) -> dict[str, str]:
+        """What a worker needs beyond the function's own environment variables. Metrics
+        stay on: their EMF lines are what ``emf.Shipper`` keeps."""
+        function = (consumer or self.only()).function
         return {
             **local_env(),
             "AWS_ENDPOINT_URL_SQS": self.endpoints["sqs"],
             "AWS_ENDPOINT_URL_DYNAMODB": self.endpoints["dynamodb"],
+            "AWS_ENDPOINT_URL_CLOUDWATCH": self.endpoints["sqs"],
             "AWS_LAMBDA_FUNCTION_NAME": function.name,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
             "POWERTOOLS_TRACE_DISABLED": "true",
-            "POWERTOOLS_METRICS_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": "WARNING",
         }
 

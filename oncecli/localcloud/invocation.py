@@ -14,10 +14,12 @@ import importlib
 import json
 import os
 import signal
+import sys
 import time
 import uuid
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
@@ -80,14 +82,40 @@ def _quiet(log_path: str | None) -> None:
     os.close(target)
 
 
-def serve(conn: Connection, handler: str, env: dict[str, str], log_path: str | None) -> None:
-    """Process entry point: import the handler, then answer invocations until told to stop.
+def run_from(code_dir: str) -> None:
+    """Import from the function's asset first, as Lambda does (``/var/task`` heads its
+    path): its packages, the once runtime and the dependencies its bundling installed among
+    them, replace any copy this process imported before (the CLI's own), so that the
+    handler runs the code that was deployed."""
+    sys.path.insert(0, code_dir)
+    shipped = {
+        path.stem if path.suffix == ".py" else path.name
+        for path in Path(code_dir).iterdir()
+        if path.suffix == ".py" or (path.is_dir() and path.name.isidentifier())
+    }
+    for name in list(sys.modules):
+        if name.partition(".")[0] in shipped:
+            del sys.modules[name]
+    importlib.invalidate_caches()
+
+
+def serve(
+    conn: Connection,
+    handler: str,
+    env: dict[str, str],
+    log_path: str | None,
+    code_dir: str | None = None,
+) -> None:
+    """Process entry point: import the handler (from ``code_dir``, the function's asset,
+    if given), then answer invocations until told to stop.
 
     Each answer is ``("ok", json_text)`` or ``("error", "Class: message")``; the JSON text is
     parsed by the parent, as Lambda parses the function's response payload.
     """
     _quiet(log_path)
     os.environ.update(env)
+    if code_dir is not None:
+        run_from(code_dir)
     module_name, function_name = handler.rsplit(".", 1)
     function = getattr(importlib.import_module(module_name), function_name)
     conn.send(("ready", os.getpid()))

@@ -53,6 +53,9 @@ class FunctionConfig:
     timeout_s: int
     memory_mb: int
     environment: dict[str, str]
+    #: The function's asset on disk, which its handler is imported from (None: from the
+    #: running environment, as for a template without asset metadata).
+    code_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ class Worker:
             target=serve,
             daemon=True,
             name="once-worker",
-            args=(child, self._function.handler, self._env, self._log),
+            args=(child, self._function.handler, self._env, self._log, self._function.code_dir),
         )
         self._proc.start()
         child.close()

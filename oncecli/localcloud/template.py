@@ -22,15 +22,27 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oncecli.errors import EngineFailed, SynthFailed
-from oncecli.project import BUILD_DIR, PROJECT_NODE, ROOT
+from oncecli.project import PROJECT_NODE, Project
 
-STACK_NAME = "Once-local"
-#: Inputs of the synthesized template: a change to any of them means synthesizing again.
-_SYNTH_INPUTS = ("app.py", "cdk.json", "requirements-lambda.txt", "once_cdk", "infra", "functions")
+#: The context the local cloud synthesizes with, under the project's own and the command
+#: line's: an app may choose its local settings by stage; the metadata flags are the ones
+#: the CDK CLI sets, so that each function names its asset and each resource its path.
+LOCAL_CONTEXT = {
+    "stage": "local",
+    "aws:cdk:enable-path-metadata": True,
+    "aws:cdk:enable-asset-metadata": True,
+}
+#: Never part of the synth cache key: outputs, environments and caches (and tests and docs,
+#: which no app reads to synthesize).
+_NOT_INPUTS = {
+    "build", "cdk.out", ".venv", "venv", "node_modules", ".git", "__pycache__",
+    ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis", "tests", "docs",
+}  # fmt: skip
 #: Never stripped: the demo must use the template's own queues, tables and function.
 _KEPT_TYPES = {"AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function"}
 _STRIPPED_TYPES = {
@@ -38,43 +50,61 @@ _STRIPPED_TYPES = {
 }
 
 
-def _inputs_digest(context: dict[str, str]) -> str:
-    digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
-    for name in _SYNTH_INPUTS:
-        path = ROOT / name
-        # Every file of a folder, not only its modules: once_cdk holds the asset's pins.
-        files = sorted(path.rglob("*")) if path.is_dir() else [path]
-        for file in files:
-            if file.is_file() and "__pycache__" not in file.parts:
-                digest.update(str(file.relative_to(ROOT)).encode())
-                digest.update(file.read_bytes())
+def _files(folder: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not _NOT_INPUTS & set(p.relative_to(folder).parts)
+    )
+
+
+def _inputs_digest(project: Project, context: dict[str, Any]) -> str:
+    """The synth cache key: the app command, the context, every file of the project but
+    its outputs and tests, and the installed once runtime and construct (the asset and the
+    template are built from them)."""
+    import once
+    import once_cdk
+
+    digest = hashlib.sha256(json.dumps([project.app, context], sort_keys=True).encode())
+    folders = [project.root, Path(once.__file__).parent, Path(once_cdk.__file__).parent]
+    for folder in folders:
+        for file in _files(folder):
+            digest.update(str(file).encode())
+            digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def synth(context: dict[str, str] | None = None, *, log: Path | None = None) -> Path:
-    """Synthesize the ``local`` stage into a cached cloud assembly directory; return it."""
-    if not (ROOT / "app.py").is_file() or not (ROOT / "cdk.json").is_file():
-        raise SynthFailed(
-            f"no CDK app in {ROOT} (app.py and cdk.json): run `once` inside the once "
-            "repository, or pass --template-dir with a synthesized cloud assembly"
-        )
-    ctx = {"stage": "local", **(context or {})}
-    out = BUILD_DIR / f"synth-{_inputs_digest(ctx)}"
-    if (out / f"{STACK_NAME}.template.json").is_file():
+def synth(
+    project: Project, context: dict[str, Any] | None = None, *, log: Path | None = None
+) -> Path:
+    """Synthesize the app's ``local`` stage into a cached cloud assembly directory; return
+    it. The app runs as the CDK CLI runs it (its ``cdk.json`` command, in its folder), with
+    the Python that runs ``once`` first on the ``PATH``, as an activated environment puts it,
+    and with its asset bundled for this machine (``once_cdk.bundling.HOST_CONTEXT``)."""
+    from once_cdk.bundling import HOST_CONTEXT
+
+    # As ``-c`` on the CDK CLI's command line: over cdk.json's and cdk.context.json's.
+    ctx = {**project.context, **LOCAL_CONTEXT, HOST_CONTEXT: True, **(context or {})}
+    build = project.build_dir
+    out = build / f"synth-{_inputs_digest(project, ctx)}"
+    if (out / "manifest.json").is_file():
         return out
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="synth-", dir=BUILD_DIR))
+    build.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="synth-", dir=build))
     env = {
         **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "CDK_OUTDIR": str(staging),
         "CDK_CONTEXT_JSON": json.dumps(ctx),
-        # jsii runs the app's constructs on the Node.js LTS that npm installed, if any.
-        **({"JSII_NODE": str(PROJECT_NODE)} if PROJECT_NODE.is_file() else {}),
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
     }
+    if "JSII_NODE" not in env and PROJECT_NODE.is_file():
+        # jsii runs the app's constructs on the Node.js LTS that npm installed, if any.
+        env["JSII_NODE"] = str(PROJECT_NODE)
     run = subprocess.run(
-        [sys.executable, str(ROOT / "app.py")],
-        cwd=ROOT,
+        project.app,
+        shell=True,
+        cwd=project.root,
         env=env,
         capture_output=True,
         text=True,
@@ -82,10 +112,13 @@ def synth(context: dict[str, str] | None = None, *, log: Path | None = None) -> 
     )
     if log is not None:
         log.write_text(run.stdout + run.stderr)
-    if run.returncode != 0 or not (staging / f"{STACK_NAME}.template.json").is_file():
+    if run.returncode != 0 or not (staging / "manifest.json").is_file():
         shutil.rmtree(staging, ignore_errors=True)
         tail = "\n".join((run.stdout + run.stderr).strip().splitlines()[-15:])
-        raise SynthFailed(f"cdk synth of the local stage failed:\n{tail}")
+        raise SynthFailed(
+            f"`{project.app}` in {project.root} did not synthesize a cloud assembly "
+            f"(exit {run.returncode}; the app must call app.synth()):\n{tail}"
+        )
     if out.exists():
         shutil.rmtree(staging, ignore_errors=True)
     else:
@@ -93,11 +126,108 @@ def synth(context: dict[str, str] | None = None, *, log: Path | None = None) -> 
     return out
 
 
-def load_template(assembly: Path, stack: str = STACK_NAME) -> dict[str, Any]:
-    path = assembly / f"{stack}.template.json"
-    if not path.is_file():
-        raise SynthFailed(f"no template for {stack} in {assembly}")
-    return json.loads(path.read_text())
+@dataclass(frozen=True)
+class ConsumerFound:
+    """One ``OnceConsumer`` in a synthesized stack: the logical ids of its parts."""
+
+    stack: str
+    path: str  # its construct path, e.g. ``Orders/Orders``
+    function_id: str
+    mapping_id: str
+    queue_id: str
+    asset: Path | None  # the function's code in the assembly (None: not a file asset)
+
+    @property
+    def name(self) -> str:
+        """The construct's id within its stack (what ``--consumer`` names)."""
+        return self.path.split("/", 1)[-1]
+
+
+@dataclass
+class StackFound:
+    """One stack of the assembly: its name, template and ``OnceConsumer``s."""
+
+    name: str
+    artifact: str
+    template: dict[str, Any]
+    consumers: list[ConsumerFound] = field(default_factory=list)
+    dependencies: list[str] = field(default_factory=list)
+
+
+def _consumers(stack: str, template: dict[str, Any], assembly: Path) -> list[ConsumerFound]:
+    """The OnceConsumers of a template: each SQS event source mapping whose function has
+    the once runtime's environment (its table's name)."""
+    from once import constants as c
+
+    resources = template.get("Resources", {})
+    found = []
+    for mapping_id, mapping in resources_of(template, "AWS::Lambda::EventSourceMapping").items():
+        props = mapping.get("Properties", {})
+        function_ref = props.get("FunctionName", {})
+        function_id = function_ref.get("Ref") if isinstance(function_ref, dict) else None
+        source = props.get("EventSourceArn", {})
+        queue_id = source.get("Fn::GetAtt", [None])[0] if isinstance(source, dict) else None
+        function = resources.get(function_id or "", {})
+        env = function.get("Properties", {}).get("Environment", {}).get("Variables", {})
+        if c.ENV_TABLE_NAME not in env or resources.get(queue_id or "", {}).get("Type") != (
+            "AWS::SQS::Queue"
+        ):
+            continue
+        metadata = function.get("Metadata", {})
+        path = str(metadata.get("aws:cdk:path", f"{stack}/{function_id}"))
+        path = path.removesuffix("/Resource").removesuffix("/Function")
+        asset = metadata.get("aws:asset:path")
+        found.append(
+            ConsumerFound(
+                stack=stack,
+                path=path,
+                function_id=str(function_id),
+                mapping_id=mapping_id,
+                queue_id=str(queue_id),
+                asset=(assembly / asset) if asset and (assembly / asset).is_dir() else None,
+            )
+        )
+    return found
+
+
+def stacks_of(assembly: Path) -> list[StackFound]:
+    """The assembly's stacks, in the order the manifest lists them (each after those it
+    depends on, as ``cdk deploy`` orders them), with their consumers."""
+    try:
+        manifest = json.loads((assembly / "manifest.json").read_text())
+    except (OSError, ValueError) as error:
+        raise SynthFailed(f"no cloud assembly in {assembly} ({error})") from error
+    found = []
+    for artifact, entry in manifest.get("artifacts", {}).items():
+        if entry.get("type") != "aws:cloudformation:stack":
+            continue
+        properties = entry.get("properties", {})
+        name = properties.get("stackName", artifact)
+        template = json.loads((assembly / properties["templateFile"]).read_text())
+        found.append(
+            StackFound(
+                name=name,
+                artifact=artifact,
+                template=template,
+                consumers=_consumers(name, template, assembly),
+                dependencies=list(entry.get("dependencies", [])),
+            )
+        )
+    return found
+
+
+def to_deploy(stacks: list[StackFound]) -> list[StackFound]:
+    """The stacks that hold a consumer and those they depend on, in deploy order."""
+    by_artifact = {s.artifact: s for s in stacks}
+    wanted: set[str] = set()
+    todo = [s.artifact for s in stacks if s.consumers]
+    while todo:
+        artifact = todo.pop()
+        if artifact in wanted or artifact not in by_artifact:
+            continue
+        wanted.add(artifact)
+        todo.extend(by_artifact[artifact].dependencies)
+    return [s for s in stacks if s.artifact in wanted]
 
 
 def resources_of(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -131,7 +261,8 @@ def _moto_types() -> set[str]:
     ask takes seconds)."""
     from importlib.metadata import version
 
-    cache = BUILD_DIR / f"moto-cfn-types-{version('moto')}.json"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    cache = Path(base) / "once" / f"moto-cfn-types-{version('moto')}.json"
     if cache.is_file():
         return set(json.loads(cache.read_text()))
     from moto.cloudformation.parsing import get_model_map
@@ -142,7 +273,7 @@ def _moto_types() -> set[str]:
     return set(types)
 
 
-def for_moto(template: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def for_moto(template: dict[str, Any], stack: str) -> tuple[dict[str, Any], list[str]]:
     """The template as moto can deploy it, and a note for each change.
 
     Stripped: the event source mapping (emulated), resource types moto's CloudFormation
@@ -200,7 +331,7 @@ def for_moto(template: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             and "QueueName" not in properties
         ):
             # As CloudFormation names it, less the random suffix: SQS allows 80 characters.
-            properties["QueueName"] = f"{STACK_NAME}-{logical_id}"[: 80 - len(".fifo")] + ".fifo"
+            properties["QueueName"] = f"{stack}-{logical_id}"[: 80 - len(".fifo")] + ".fifo"
             notes.append(
                 f"FIFO queue {logical_id} named {properties['QueueName']} (moto's "
                 "CloudFormation would give it a name without .fifo, which SQS refuses)"

@@ -261,7 +261,7 @@ def test_up_prints_its_endpoint_region_and_urls_unbroken_into_a_pipe():
     )
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
-    (up,) = [line for line in lines if " is up: " in line]
+    (up,) = [line for line in lines if " is up (" in line]
     assert re.search(r"--endpoint-url http://127\.0\.0\.1:\d+ --region us-east-1$", up)
     assert "  Region = us-east-1" in lines
     (queue,) = [line for line in lines if line.startswith("  QueueUrl = ")]
