@@ -320,7 +320,9 @@ class _quietly:
         return kind is not None and issubclass(kind, ClientError | BotoCoreError)
 
 
-def outcome_counts(target: Target, namespace: str, now: float | None = None) -> dict[str, int]:
+def outcome_counts(
+    cloudwatch: Any, namespace: str, service: str, now: float | None = None
+) -> dict[str, int]:
     """The sum of each outcome metric over the last ``METRICS_WINDOW_S``, dimension
     ``service`` = the stack's service, as the function published them."""
     end = now or time.time()
@@ -331,7 +333,7 @@ def outcome_counts(target: Target, namespace: str, now: float | None = None) -> 
                 "Metric": {
                     "Namespace": namespace,
                     "MetricName": name,
-                    "Dimensions": [{"Name": "service", "Value": target.prefix}],
+                    "Dimensions": [{"Name": "service", "Value": service}],
                 },
                 "Period": 60,
                 "Stat": "Sum",
@@ -340,7 +342,7 @@ def outcome_counts(target: Target, namespace: str, now: float | None = None) -> 
         }
         for n, name in enumerate(OUTCOME_METRICS)
     ]
-    response = target.cloudwatch.get_metric_data(
+    response = cloudwatch.get_metric_data(
         MetricDataQueries=queries,
         StartTime=datetime.fromtimestamp(end - METRICS_WINDOW_S, UTC),
         EndTime=datetime.fromtimestamp(end + 60, UTC),
@@ -379,7 +381,7 @@ def status_view(target: Target, namespace: str) -> Group:
     outcomes.add_column("metric")
     outcomes.add_column("count", justify="right")
     try:
-        for name, count in outcome_counts(target, namespace).items():
+        for name, count in outcome_counts(target.cloudwatch, namespace, target.prefix).items():
             outcomes.add_row(name, str(count))
     except (ClientError, BotoCoreError) as error:
         outcomes.add_row(f"unavailable: {_short(error)}", "-")

@@ -88,9 +88,10 @@ class Shipper:
         self.shipped = 0
 
     def follow(self, path: Path) -> None:
-        """Ship what ``path`` gets from now on (and what it holds already)."""
+        """Ship what ``path`` gets from now on: what it holds already is an earlier run's,
+        whose metrics went to an earlier cloud."""
         with self._lock:
-            self._offsets.setdefault(path, 0)
+            self._offsets.setdefault(path, path.stat().st_size if path.is_file() else 0)
 
     def start(self) -> Shipper:
         self._thread = threading.Thread(target=self._run, daemon=True, name="emf-shipper")

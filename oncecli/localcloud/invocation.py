@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import io
 import json
 import os
 import signal
@@ -80,6 +81,11 @@ def _quiet(log_path: str | None) -> None:
     os.dup2(target, 1)
     os.dup2(target, 2)
     os.close(target)
+    # A line is in the log when it is written, as in CloudWatch Logs: the metrics shipper
+    # (``emf``) reads it from there while the worker stays warm.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True)
 
 
 def run_from(code_dir: str) -> None:

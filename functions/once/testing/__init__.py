@@ -18,6 +18,11 @@ test only asks for the fixture::
 ``deliver`` runs the handler through ``Handler.handle``, the public seam whose per-record
 results (``once.models.RecordResult``) it returns as ``Delivery.results``.
 
+``once_cloud`` (session-scoped, needs ``once[local]``) deploys the team's own CDK app, the
+one of the ``cdk.json`` at or above pytest's root directory, on the local cloud and runs its
+consumers as the stack wires them: ``send``, ``drain``, ``record``, ``dlq_messages``,
+``metrics`` (``once.testing.cloud.OnceCloud``).
+
 The fixture needs moto and pytest, which a team's test environment has; the Lambda never
 imports this package. pytest imports it at startup, before any conftest runs, so it imports
 the kit (boto3, the runtime) only when a test asks for ``once_env`` or one of its names:
@@ -28,15 +33,27 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from once.testing.cloud import OnceCloud
     from once.testing.crash import CRASH_POINTS, InvocationKilled
     from once.testing.env import Delivery, OnceEnv, Quarantined
 
-__all__ = ["CRASH_POINTS", "Delivery", "InvocationKilled", "OnceEnv", "Quarantined", "once_env"]
+__all__ = [
+    "CRASH_POINTS",
+    "Delivery",
+    "InvocationKilled",
+    "OnceCloud",
+    "OnceEnv",
+    "Quarantined",
+    "install_hint",
+    "once_cloud",
+    "once_env",
+]
 
 #: Where each public name lives.
 _MODULES = {
@@ -45,7 +62,16 @@ _MODULES = {
     "Delivery": "once.testing.env",
     "OnceEnv": "once.testing.env",
     "Quarantined": "once.testing.env",
+    "OnceCloud": "once.testing.cloud",
 }
+
+
+def install_hint(extras: str) -> str:
+    """The install line for once's ``extras``, one that works where this once came from:
+    its checkout, for an install from a source tree (once is not on PyPI)."""
+    source = Path(__file__).resolve().parents[3]
+    where = str(source) if (source / "pyproject.toml").is_file() else "<your once checkout>"
+    return f'pip install "{where}[{extras}]"'
 
 
 def __getattr__(name: str) -> Any:
@@ -62,3 +88,18 @@ def once_env() -> Iterator[OnceEnv]:
 
     with OnceEnv() as env:
         yield env
+
+
+@pytest.fixture(scope="session")
+def once_cloud(request: pytest.FixtureRequest) -> Iterator[OnceCloud]:
+    """The team's CDK app (the ``cdk.json`` at or above pytest's root directory) deployed on
+    the local cloud for the session, each consumer's mapping running; torn down after."""
+    try:
+        from once.testing.cloud import OnceCloud
+    except ImportError as error:
+        raise pytest.UsageError(
+            f"once_cloud runs the local cloud, which the [local] extra brings: "
+            f"{install_hint('local,testing')} ({error})"
+        ) from error
+    with OnceCloud(request.config.rootpath) as cloud:
+        yield cloud

@@ -201,8 +201,10 @@ class OnceEnv:
         try:  # a test dependency: imported when a test asks for it, not when pytest starts
             from moto import mock_aws
         except ImportError as error:
+            from once.testing import install_hint
+
             raise ImportError(
-                'once_env runs on moto: install the test dependencies, pip install "once[testing]"'
+                f"once_env runs on moto: install the test dependencies, {install_hint('testing')}"
             ) from error
 
         self._set_env()

@@ -1,0 +1,237 @@
+"""``once_cloud``: a team's own CDK app, synthesized and deployed on the local cloud, for
+integration tests of what ``once_env`` cannot see.
+
+Why: ``once_env`` runs a handler against a table and a DLQ the kit makes; it cannot tell
+whether the stack that ships wires it right. ``OnceCloud`` deploys the synthesized app on
+moto (``oncecli.localcloud``: no AWS, no Docker) and runs each ``OnceConsumer``'s event
+source mapping with the template's settings (batch size, partial batch responses,
+environment, visibility timeout, maxReceiveCount, the DLQ) and the code actually bundled.
+A test sends messages, waits for the queues to drain, then reads records, the DLQ and the
+outcome counts the function published::
+
+    def test_a_repeated_order_ships_once(once_cloud):
+        once_cloud.send("Orders", [order, order], group_id="customer-1")
+        once_cloud.drain()
+        assert once_cloud.record("Orders", order["orderId"])["status"] == "COMPLETED"
+        assert once_cloud.metrics("Orders")["Duplicate"] == 1
+
+It needs the ``once`` command's local cloud: ``pip install "once[local,testing]"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from once import constants as c
+from once.models import record_id
+from oncecli.localcloud.cloud import Consumer, LocalCloud
+from oncecli.localcloud.emf import Shipper
+from oncecli.localcloud.mapping import Mapping
+from oncecli.operate import outcome_counts
+from oncecli.project import Project
+
+#: How long ``drain`` waits by default: a few redeliveries of a short-timeout function.
+DRAIN_TIMEOUT_S = 120.0
+
+
+def _plain(attribute: dict[str, Any]) -> Any:
+    """A DynamoDB attribute value as Python: numbers as int, strings as str."""
+    kind, value = next(iter(attribute.items()))
+    if kind == "N":
+        return int(value) if value.lstrip("-").isdigit() else float(value)
+    if kind == "NULL":
+        return None
+    return value
+
+
+class OnceCloud:
+    """The app at ``project`` deployed locally, its mappings running; a context manager."""
+
+    def __init__(
+        self,
+        project: Path | str,
+        *,
+        context: dict[str, str] | None = None,
+        workers: int = 2,
+        app: str | None = None,
+    ) -> None:
+        self._project = Project.find(Path(project), app=app)
+        self._context = dict(context or {})
+        self._workers = workers
+        self._saved_env: dict[str, str] = {}
+        self.cloud: LocalCloud | None = None
+        self._mappings: list[Mapping] = []
+        self._shipper: Shipper | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> OnceCloud:
+        self._saved_env = dict(os.environ)
+        self.cloud = LocalCloud(context=self._context, project=self._project).start()
+        try:
+            self._shipper = Shipper(self.cloud.client("cloudwatch"))
+            for consumer in self.cloud.consumers:
+                workers = min(self._workers, consumer.mapping.max_concurrency or self._workers)
+                self._mappings.append(
+                    self.cloud.mapping(workers, consumer.log_name, consumer).start()
+                )
+                self._shipper.follow(self.cloud.build_dir / consumer.log_name)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for mapping in self._mappings:
+            mapping.stop()
+        self._mappings = []
+        if self.cloud is not None:
+            self.cloud.stop()
+        os.environ.clear()
+        os.environ.update(self._saved_env)
+
+    # --- what a test uses ------------------------------------------------------------------
+    @property
+    def stacks(self) -> list[str]:
+        """The deployed stacks that hold a consumer."""
+        return sorted({c.stack for c in self._cloud.consumers})
+
+    def consumer(self, stack: str, name: str | None = None) -> Consumer:
+        """The consumer of ``stack`` (``name``: its construct id, when the stack has two)."""
+        return self._cloud.consumer(stack, name)
+
+    def send(
+        self,
+        stack: str,
+        bodies: Iterable[Any],
+        *,
+        consumer: str | None = None,
+        group_id: str | Callable[[Any], str] | None = None,
+    ) -> list[str]:
+        """Send each body (a str, or anything JSON-encodable) to the consumer's queue, in
+        order; returns the message ids. A FIFO queue needs ``group_id``: one group, or a
+        function of the body."""
+        target = self.consumer(stack, consumer)
+        sqs = self._cloud.client("sqs")
+        fifo = target.mapping.queue_url.endswith(".fifo")
+        if fifo and group_id is None:
+            raise ValueError(f"{stack}'s queue is FIFO: pass group_id (a str or a function)")
+        ids = []
+        for body in bodies:
+            request: dict[str, Any] = {
+                "QueueUrl": target.mapping.queue_url,
+                "MessageBody": body if isinstance(body, str) else json.dumps(body),
+            }
+            if group_id is not None:
+                request["MessageGroupId"] = group_id(body) if callable(group_id) else group_id
+            ids.append(sqs.send_message(**request)["MessageId"])
+        return ids
+
+    def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+        """Wait until every consumer's queue is empty (nothing waiting, nothing in flight or
+        delayed by a backoff) and no invocation runs: each message is done or in the DLQ.
+        Raises ``TimeoutError`` saying what is left."""
+        sqs = self._cloud.client("sqs")
+        deadline = time.monotonic() + timeout_s
+        quiet = 0
+        left: dict[str, int] = {}
+        while time.monotonic() < deadline:
+            left = {}
+            for consumer in self._cloud.consumers:
+                attributes = sqs.get_queue_attributes(
+                    QueueUrl=consumer.mapping.queue_url,
+                    AttributeNames=[
+                        "ApproximateNumberOfMessages",
+                        "ApproximateNumberOfMessagesNotVisible",
+                    ],
+                )["Attributes"]
+                count = sum(int(v) for v in attributes.values())
+                if count:
+                    left[f"{consumer.stack} ({consumer.name})"] = count
+            busy = any(m.stats.in_flight for m in self._mappings)
+            quiet = quiet + 1 if not left and not busy else 0
+            if quiet >= 2:  # twice in a row: a receive in progress has had time to show
+                self._ship()
+                return
+            time.sleep(0.25)
+        raise TimeoutError(f"not drained after {timeout_s:g} s: messages left {left}")
+
+    def record(self, stack: str, key: str, *, consumer: str | None = None) -> dict[str, Any] | None:
+        """The idempotency record of a business key (None: none), as plain values; its
+        ``result``, stored as JSON, decoded."""
+        target = self.consumer(stack, consumer)
+        service = target.function.environment.get(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME)
+        item = (
+            self._cloud.client("dynamodb")
+            .get_item(
+                TableName=target.function.environment[c.ENV_TABLE_NAME],
+                Key={c.ATTR_ID: {"S": record_id(service, key)}},
+                ConsistentRead=True,
+            )
+            .get("Item")
+        )
+        if item is None:
+            return None
+        record = {name: _plain(value) for name, value in item.items()}
+        if isinstance(record.get(c.ATTR_RESULT), str):
+            record[c.ATTR_RESULT] = json.loads(record[c.ATTR_RESULT])
+        return record
+
+    def dlq_messages(self, stack: str, *, consumer: str | None = None) -> list[dict[str, Any]]:
+        """The messages in the consumer's DLQ (left there): body, message attributes (the
+        ``once.reason`` quarantine tag among them) and receive count."""
+        target = self.consumer(stack, consumer)
+        sqs = self._cloud.client("sqs")
+        url = target.function.environment[c.ENV_DLQ_URL]
+        seen: dict[str, dict[str, Any]] = {}
+        handles = []
+        for _ in range(100):
+            messages = sqs.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                VisibilityTimeout=30,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            if not messages:
+                break
+            for m in messages:
+                handles.append(m["ReceiptHandle"])
+                seen[m["MessageId"]] = {
+                    "message_id": m["MessageId"],
+                    "body": m["Body"],
+                    "attributes": {
+                        k: v.get("StringValue") for k, v in m.get("MessageAttributes", {}).items()
+                    },
+                    "receive_count": int(m["Attributes"].get("ApproximateReceiveCount", 0)),
+                }
+        for handle in handles:  # visible again: the messages stay for the next look
+            sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
+        return list(seen.values())
+
+    def metrics(self, stack: str, *, consumer: str | None = None) -> dict[str, int]:
+        """Each outcome's count (``Processed``, ``Duplicate``, ...) the consumer's function
+        published, read back from CloudWatch as ``once status`` reads it."""
+        target = self.consumer(stack, consumer)
+        self._ship()
+        env = target.function.environment
+        return outcome_counts(
+            self._cloud.client("cloudwatch"),
+            env.get(c.ENV_METRICS_NAMESPACE, c.DEFAULT_METRICS_NAMESPACE),
+            env.get(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME),
+        )
+
+    # --- internals -------------------------------------------------------------------------
+    @property
+    def _cloud(self) -> LocalCloud:
+        if self.cloud is None:
+            raise RuntimeError("OnceCloud is not started: use it as a context manager")
+        return self.cloud
+
+    def _ship(self) -> None:
+        if self._shipper is not None:
+            self._shipper.ship()
