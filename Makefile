@@ -22,9 +22,10 @@ node_modules/.installed: package.json package-lock.json
 	@test -x node_modules/.bin/node || echo "note: package.json has no Node.js build for this platform; the CDK CLI runs on your own Node, which must be 22 or 24." >&2
 	@touch $@
 
-# The Lambda's dependencies, for its platform, cached before anything runs offline.
+# The Lambda's dependencies, for its platform and for this machine's Python (the local
+# cloud's bundling), cached before anything runs offline.
 build/.lambda-deps: once_cdk/requirements-lambda.txt once_cdk/bundling.py .venv/.installed
-	$(PY) -c "from once_cdk.bundling import cached_dependencies; cached_dependencies()"
+	$(PY) -c "from once_cdk.bundling import cached_dependencies as c; c(); c(for_host=True)"
 	@mkdir -p $(@D) && touch $@
 
 # Java runs DynamoDB Local only: the targets that start it ask for it, synth does not.
