@@ -6,17 +6,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from once.testing import OnceEnv
 
 ORDER = {"orderId": "o-crash", "customerId": "c-1", "items": [{"sku": "book", "quantity": 1}]}
-
-
-@pytest.fixture
-def handler(once_env: OnceEnv, carrier):
-    from orders.handler import lambda_handler
-
-    return lambda_handler
 
 
 def test_an_order_shipped_before_a_crash_ships_once_after_the_takeover(

@@ -1,52 +1,50 @@
-"""The orders handler on moto: each order ships once, bad orders go to the DLQ, a carrier
-outage is retried."""
+"""The orders handler on once.testing's ``once_env``: each order ships once, in order per
+customer; an order that cannot ship goes to the DLQ with its reason; a carrier outage is
+retried. Every delivery comes from the FIFO queue, in the customer's message group."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from once.testing import OnceEnv
 
 ORDER = {"orderId": "o-1", "customerId": "c-1", "items": [{"sku": "book", "quantity": 2}]}
 
 
-@pytest.fixture
-def handler(cloud):
-    from orders.handler import lambda_handler
-
-    return lambda_handler
+def order(order_id: str) -> dict:
+    return {**ORDER, "orderId": order_id}
 
 
-def failed(response) -> list[str]:
-    return [item["itemIdentifier"] for item in response["batchItemFailures"]]
+def test_an_order_delivered_twice_ships_once(once_env: OnceEnv, handler, carrier):
+    first = once_env.deliver(handler, [order("o-twice"), order("o-twice")], fifo_group="c-1")
+    again = once_env.deliver(handler, [order("o-twice")], fifo_group="c-1")
 
-
-def test_an_order_delivered_twice_ships_once(handler, cloud, carrier, context, batch):
-    order = {**ORDER, "orderId": "o-twice"}
-    assert failed(handler(batch(order), context)) == []
-    assert failed(handler(batch(order), context)) == []
+    assert first.outcomes == ["processed", "duplicate"]
+    assert again.outcomes == ["duplicate"]
+    assert first.batch_item_failures == again.batch_item_failures == []
     assert len(carrier.requests) == 1
-    record = cloud.record("o-twice")
-    assert record["status"] == "COMPLETED"
-    assert json.loads(record["result"]) == {"shipmentId": "s-1"}
+    record = once_env.record("o-twice")
+    assert record.status == "COMPLETED"
+    assert json.loads(record.result) == {"shipmentId": "s-o-twice"}
 
 
 def test_the_order_id_goes_to_the_carrier_as_the_idempotency_key(
-    handler, cloud, carrier, context, batch
+    once_env: OnceEnv, handler, carrier
 ):
-    order = {**ORDER, "orderId": "o-key"}
-    handler(batch(order), context)
+    once_env.deliver(handler, [order("o-key")], fifo_group="c-1")
     [(key, body)] = carrier.requests
     assert key == "o-key" == body["orderId"]
     assert body["customerId"] == "c-1"
 
 
 def test_one_customers_orders_ship_in_the_order_they_were_placed(
-    handler, cloud, carrier, context, batch
+    once_env: OnceEnv, handler, carrier
 ):
-    orders = [{**ORDER, "orderId": f"o-seq-{n}"} for n in range(3)]
-    assert failed(handler(batch(*orders), context)) == []
-    assert [key for key, _ in carrier.requests] == ["o-seq-0", "o-seq-1", "o-seq-2"]
+    orders = [order(f"o-seq-{n}") for n in range(5)]
+    delivery = once_env.deliver(handler, orders, fifo_group="c-1")
+    assert delivery.outcomes == ["processed"] * 5
+    assert [key for key, _ in carrier.requests] == [f"o-seq-{n}" for n in range(5)]
 
 
 @pytest.mark.parametrize(
@@ -58,24 +56,41 @@ def test_one_customers_orders_ship_in_the_order_they_were_placed(
     ],
 )
 def test_an_order_that_cannot_ship_goes_to_the_dlq_and_is_not_retried(
-    handler, cloud, carrier, context, batch, bad
+    once_env: OnceEnv, handler, carrier, bad
 ):
-    assert failed(handler(batch(bad), context)) == []  # acknowledged: it is in the DLQ
-    [message] = cloud.dlq()
-    assert json.loads(message["Body"]) == bad
-    assert message["MessageAttributes"]["once.reason"]["StringValue"]
+    delivery = once_env.deliver(handler, [bad], fifo_group="c-1")
+    assert delivery.outcomes == ["quarantined"]
+    assert delivery.batch_item_failures == []  # acknowledged: it is in the DLQ
+    [dead] = once_env.dlq_messages()
+    assert dead.json() == bad
+    assert dead.reason == "PERMANENT_ERROR"
     assert carrier.requests == []
 
 
-def test_a_carrier_outage_is_retried_and_ships_once_when_it_is_back(
-    handler, cloud, carrier, context, batch
+def test_an_order_the_carrier_refuses_goes_to_the_dlq(once_env: OnceEnv, handler, carrier):
+    carrier.status = 422
+    delivery = once_env.deliver(handler, [order("o-refused")], fifo_group="c-1")
+    assert delivery.outcomes == ["quarantined"]
+    [dead] = once_env.dlq_messages()
+    assert (dead.json()["orderId"], dead.reason) == ("o-refused", "PERMANENT_ERROR")
+    assert "HTTP 422" in dead.error
+
+
+def test_a_carrier_outage_is_retried_and_the_customers_next_orders_wait_for_it(
+    once_env: OnceEnv, handler, carrier
 ):
-    order = {**ORDER, "orderId": "o-outage"}
+    orders = [order("o-outage"), order("o-after")]
     carrier.status = 503
-    events = batch(order)
-    assert failed(handler(events, context)) == [events["Records"][0]["messageId"]]
-    assert cloud.record("o-outage")["status"] == "FAILED"
+    outage = once_env.deliver(handler, orders, fifo_group="c-1")
+    assert outage.outcomes == ["failed", "skipped"]  # the next order does not overtake it
+    assert outage.batch_item_failures == outage.message_ids  # both come back
+    assert once_env.record("o-outage").status == "FAILED"
+
     carrier.status = 200
-    assert failed(handler(batch(order), context)) == []
-    assert len(carrier.shipments) == 1
-    assert cloud.record("o-outage")["status"] == "COMPLETED"
+    retry = once_env.deliver(handler, orders, fifo_group="c-1")
+
+    assert retry.receive_counts == [2, 2]  # the same messages, redelivered
+    assert retry.outcomes == ["processed", "processed"]
+    assert [key for key, _ in carrier.requests] == ["o-outage", "o-outage", "o-after"]
+    assert set(carrier.shipments) == {"o-outage", "o-after"}
+    assert once_env.record("o-outage").status == "COMPLETED"

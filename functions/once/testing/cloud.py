@@ -9,11 +9,14 @@ environment, visibility timeout, maxReceiveCount, the DLQ) and the code actually
 A test sends messages, waits for the queues to drain, then reads records, the DLQ and the
 outcome counts the function published::
 
-    def test_a_repeated_order_ships_once(once_cloud):
-        once_cloud.send("Orders", [order, order], group_id="customer-1")
+    def test_a_repeated_payment_is_charged_once(once_cloud):
+        once_cloud.send("Payments", [payment, payment])
         once_cloud.drain()
-        assert once_cloud.record("Orders", order["orderId"])["status"] == "COMPLETED"
-        assert once_cloud.metrics("Orders")["Duplicate"] == 1
+        assert once_cloud.record("Payments", payment["paymentId"])["status"] == "COMPLETED"
+        assert once_cloud.metrics("Payments")["Duplicate"] == 1
+
+The cloud lives for the session: ``metrics`` and ``dlq_messages`` hold every test's so
+far, so a test compares before and after, or looks for its own keys.
 
 It needs the ``once`` command's local cloud: ``pip install "once[local,testing]"``.
 """
@@ -111,10 +114,15 @@ class OnceCloud:
         *,
         consumer: str | None = None,
         group_id: str | Callable[[Any], str] | None = None,
+        dedup_id: str | Callable[[Any], str] | None = None,
     ) -> list[str]:
         """Send each body (a str, or anything JSON-encodable) to the consumer's queue, in
         order; returns the message ids. A FIFO queue needs ``group_id``: one group, or a
-        function of the body."""
+        function of the body. ``dedup_id`` (FIFO): the deduplication id, a str or a function
+        of the body; without it SQS deduplicates by content, as ``OnceConsumer``'s FIFO
+        queue does, so the same body sent twice within 5 minutes is one message: pass a
+        new id per send (``dedup_id=lambda body: str(uuid.uuid4())``) to play a producer
+        whose retry SQS does not recognize."""
         target = self.consumer(stack, consumer)
         sqs = self._cloud.client("sqs")
         fifo = target.mapping.queue_url.endswith(".fifo")
@@ -128,6 +136,10 @@ class OnceCloud:
             }
             if group_id is not None:
                 request["MessageGroupId"] = group_id(body) if callable(group_id) else group_id
+            if dedup_id is not None:
+                request["MessageDeduplicationId"] = (
+                    dedup_id(body) if callable(dedup_id) else dedup_id
+                )
             ids.append(sqs.send_message(**request)["MessageId"])
         return ids
 
