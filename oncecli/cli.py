@@ -29,6 +29,7 @@ from oncecli.errors import (
     EngineNotInstalled,
     JavaMissing,
     NoCredentials,
+    NotInCheckout,
     RecordNotFound,
     StackNotFound,
     SynthFailed,
@@ -140,8 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = _sub(
         sub,
         "demo",
-        "deploy the local stage, run a workload through it, check every message's fate",
-        epilog(*local_failures, SynthFailed, failure=DemoFailed.meaning),
+        "deploy the example app's local stage, run a workload through it, check every "
+        "message's fate",
+        epilog(*local_failures, SynthFailed, NotInCheckout, failure=DemoFailed.meaning),
     )
     demo.add_argument(
         "--messages", type=int, default=300, help="messages to send (default: %(default)s)"

@@ -67,6 +67,13 @@ class SynthFailed(CliError):
     meaning = "cdk synth of the local stage failed, or there is no CDK app here"
 
 
+class NotInCheckout(CliError):
+    """The demo, the chaos harness or a benchmark ran where the example app is not."""
+
+    exit_code = 12
+    meaning = "not run in a checkout of the once repository (its example app is not here)"
+
+
 class RecordNotFound(CliError):
     exit_code = 10
     meaning = "no record for that key"

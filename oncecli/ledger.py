@@ -1,7 +1,9 @@
 """The example's ledger read back: payment entries and account balances.
 
 Why here: the demo's verdict and the harness's invariants both judge a run by the ledger the
-payments service wrote, so both read it the same way, with the service's own key prefixes.
+payments service wrote, so both read it the same way, with the service's own key prefixes,
+imported from the example in the checkout (``oncecli.demo.example``): the wheel does not
+ship it, and its names are defined there only.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from once import constants as c
 from oncecli.aws import scan
-from payments.ledger import ACCOUNT_PREFIX, ENTRY_PREFIX
+from oncecli.demo import example
 
 
 @dataclass
@@ -24,6 +26,9 @@ class LedgerState:
 
 def read_ledger(ddb: Any, table: str) -> LedgerState:
     """Every entry and balance of the ledger table."""
+    example.require()
+    from payments.ledger import ACCOUNT_PREFIX, ENTRY_PREFIX
+
     state = LedgerState()
     for item in scan(ddb, table):
         key = item[c.PARTITION_KEY]["S"]

@@ -28,6 +28,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from oncecli.bench import coldstart, run, throughput
 from oncecli.bench.report import machine, render
+from oncecli.demo import example
+from oncecli.errors import CliError
 from oncecli.localcloud.engines import ENGINES, in_private_netns, netns_argv
 from oncecli.project import ROOT
 
@@ -130,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads(args.render.read_text())
         _write_page(args.docs, render(results, args.docs, Console()))
         return 0
+    # The benchmarks measure the example app of the checkout (its handler, its stack).
+    functions = example.require()
     engines = [e for e in args.engines.split(",") if e]
     sections = [s for s in args.sections.split(",") if s]
     console = Console(stderr=True)
@@ -168,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs,
                 CACHE,
                 tick,
-                functions=args.functions or coldstart.FUNCTIONS,
+                functions=args.functions or functions,
                 install=args.scale != "smoke",
             )
         if "throughput" in sections:
@@ -204,4 +208,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except CliError as error:
+        print(f"python -m oncecli.bench: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)

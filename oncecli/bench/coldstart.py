@@ -21,7 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from once import constants as c
 from oncecli.aws import local_env
+from oncecli.demo import example
 from oncecli.project import ROOT
 
 FUNCTIONS = ROOT / "functions"
@@ -47,14 +49,17 @@ _PROBE = (
 
 
 def _env(functions: Path) -> dict[str, str]:
+    example.require()  # the example's own names, from the checkout
+    from payments import ENV_LEDGER_TABLE_NAME, SERVICE_NAME
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
     env.update(
         {
             "PYTHONPATH": f"{functions}{os.pathsep}{LAMBDAS}",
             **local_env(),
-            "POWERTOOLS_SERVICE_NAME": "payments",
-            "IDEMPOTENCY_TABLE_NAME": "idem",
-            "LEDGER_TABLE_NAME": "ledger",
+            c.ENV_SERVICE_NAME: SERVICE_NAME,
+            c.ENV_TABLE_NAME: "idem",
+            ENV_LEDGER_TABLE_NAME: "ledger",
         }
     )
     return env

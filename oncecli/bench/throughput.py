@@ -20,6 +20,7 @@ import time
 import uuid
 from typing import Any
 
+from oncecli.demo import example
 from oncecli.localcloud.engines import ENGINES
 
 WORKERS = {"smoke": (1,), "goal": (1,), "quick": (1, 2), "full": (1, 2, 4)}
@@ -73,6 +74,7 @@ def _drain(cloud: Any, workers: int, messages: int, timeout_s: float) -> dict[st
 def measure(engine: str, scale: str) -> list[dict[str, Any]]:
     from oncecli.localcloud.cloud import LocalCloud
 
+    example.require()  # the example app of the checkout is what the local cloud deploys
     top = max(WORKERS[scale])
     rows = []
     with LocalCloud(engine=engine, context={"max_concurrency": str(top)}) as cloud:

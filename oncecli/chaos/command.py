@@ -29,6 +29,7 @@ from oncecli.chaos.harness import (
     Run,
     chaos,
 )
+from oncecli.demo import example
 from oncecli.errors import (
     EngineFailed,
     EngineNotInstalled,
@@ -74,6 +75,7 @@ EPILOG = epilog(
     UnshareNotPermitted,
     EngineFailed,
     HarnessFailed,
+    example.NotInCheckout,
     failure="once (with or without backoff) violated an invariant or lost a message",
 )
 
@@ -164,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
             f"--implementations: unknown {', '.join(sorted(unknown))}; "
             f"choose from {', '.join(KNOWN_IMPLEMENTATIONS)}"
         )
+    example.require()  # before any engine starts: the harness runs the checkout's example
     if args.engine == "dynamodb-local":
         engines.enter_private_netns(sys.argv[1:])
     console = Console(stderr=True)

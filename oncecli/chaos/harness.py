@@ -40,6 +40,7 @@ from oncecli.chaos.faults import owe
 from oncecli.chaos.probe import History
 from oncecli.chaos.traffic import HID, Send, Workload, build, harness_id
 from oncecli.chaos.worker import WorkerSpec, run
+from oncecli.demo import example
 from oncecli.errors import HarnessFailed
 from oncecli.ledger import read_ledger
 
@@ -365,6 +366,8 @@ def run_consumer(
     retention_s: int | None = None,
 ) -> Run:
     """One consumer under the full workload and fault plan; returns its checked run."""
+    # The workers run the example's handler from the checkout; they inherit this sys.path.
+    example.require()
     started = time.monotonic()
     tag = f"chaos-{impl}-{seed}-{random.Random().randrange(10**6)}"
     queue, dlq, tables = _make_resources(impl, tag, endpoints, fifo=fifo)

@@ -32,6 +32,7 @@ from oncecli.chaos.faults import Dice, Injector
 from oncecli.chaos.probe import History, Probe
 from oncecli.chaos.retrytimes import NOT_DONE
 from oncecli.chaos.traffic import harness_id
+from oncecli.demo import example
 from oncecli.localcloud.batchrules import decide
 from oncecli.localcloud.invocation import LambdaContext
 from oncecli.localcloud.mapping import event_record
@@ -135,6 +136,7 @@ def _skew_clock(skew_s: float, *, powertools: bool) -> None:
 
 def _business(history: History) -> Any:
     """The payments example's ``credit``, observed: every run and every ledger answer."""
+    example.require()  # the checkout's functions/ (inherited from the harness, or found here)
     from payments.handler import credit
 
     def process(body: dict[str, Any], attempt: Any) -> Any:
@@ -153,13 +155,14 @@ def _handler(spec: WorkerSpec, process: Any) -> Any:
     table = spec.tables["idempotency"]
     if spec.impl.startswith("once"):
         from once.handler import make_handler
+        from payments import SERVICE_NAME  # the example's, as _business found it
 
         handler = make_handler(
             process,
             key="paymentId",
             table_name=table,
             dlq_url=spec.dlq_url,
-            key_prefix="payments",
+            key_prefix=SERVICE_NAME,
             lease_margin_s=1,
             # once-nobackoff: failed and BUSY records wait for the queue's visibility timeout.
             backoff_base_s=None if spec.impl == "once-nobackoff" else c.DEFAULT_BACKOFF_BASE_S,

@@ -16,9 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from once import constants as c
 from oncecli.aws import queue_depth
-from oncecli.demo import verdict, workload
+from oncecli.demo import example, verdict, workload
 from oncecli.localcloud import cloud as localcloud
-from oncecli.localcloud.template import STACK_NAME
+from oncecli.project import Project
 
 
 @dataclass
@@ -39,11 +39,19 @@ class DemoOptions:
 
 def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, Any]:
     """Run the demo and return its report (the caller decides the exit code)."""
+    # The example app's handler and ledger, from the checkout (the wheel does not ship them);
+    # the mapping's worker processes inherit the sys.path this sets.
+    functions = example.require()
     plan = workload.build(options.messages, options.duplicate_rate, options.bad_rate, options.seed)
     started = time.monotonic()
     with console.status(f"starting the local cloud ({options.engine})..."):
         cloud = localcloud.start(
-            options.engine, argv, assembly=options.assembly, context=options.context
+            options.engine,
+            argv,
+            assembly=options.assembly,
+            context=options.context,
+            # The example's app, wherever in the checkout the demo is started.
+            project=None if options.assembly else Project.at(functions.parent),
         )
     try:
         setup_s = time.monotonic() - started
@@ -51,7 +59,7 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
         workers = options.workers or config.max_concurrency or 2
         mapping = cloud.mapping(workers, "workers.log")
         console.print(
-            f"[bold]local cloud[/] {STACK_NAME} on {options.engine} "
+            f"[bold]local cloud[/] {cloud.only().stack} on {options.engine} "
             f"(sqs {cloud.endpoints['sqs']}, dynamodb {cloud.endpoints['dynamodb']}) "
             f"ready in {setup_s:.1f} s; {len(cloud.notes)} local patches "
             f"(see `once up` for the list)"

@@ -1,0 +1,99 @@
+"""The package is the product: a wheel built from the checkout holds ``once``, ``once_cdk``
+and ``oncecli``, and nothing else at the top (the example ``payments`` would shadow a team's
+own), with the data files they read and the pytest plugin. (That every module of those
+packages is in it, and every library they import declared: ``tests/localcloud/test_packaging.py``.)
+
+The wheel is built from a copy of the checkout's files (tracked, and new ones not ignored)
+in a temporary folder: setuptools builds in ``build/`` beside the sources, so building in
+the checkout would both leave files there and risk packing stale copies from older builds.
+The build is offline (``--no-index``, ``--no-build-isolation``: this environment's
+setuptools).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _checkout_files() -> list[str]:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the files a wheel is built from are unknown")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[zipfile.ZipFile]:
+    tmp = tmp_path_factory.mktemp("wheel")
+    source, out = tmp / "src", tmp / "dist"
+    for name in _checkout_files():
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(source),
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--disable-pip-version-check",
+            "--quiet",
+            "-w",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (built,) = out.glob("once-*.whl")
+    with zipfile.ZipFile(built) as archive:
+        yield archive
+
+
+def _names(wheel: zipfile.ZipFile) -> set[PurePosixPath]:
+    return {PurePosixPath(name) for name in wheel.namelist()}
+
+
+def _dist_info(wheel: zipfile.ZipFile, name: str) -> str:
+    (path,) = [p for p in wheel.namelist() if p.endswith(f".dist-info/{name}")]
+    return wheel.read(path).decode()
+
+
+def test_the_wheel_holds_once_once_cdk_and_oncecli_only(wheel):
+    top = {p.parts[0] for p in _names(wheel) if not p.parts[0].endswith(".dist-info")}
+    assert top == {"once", "once_cdk", "oncecli"}
+    assert set(_dist_info(wheel, "top_level.txt").split()) == {"once", "once_cdk", "oncecli"}
+
+
+def test_the_wheel_holds_the_data_the_packages_read(wheel):
+    names = set(wheel.namelist())
+    assert "once_cdk/requirements-lambda.txt" in names
+    lambdas = {p.name for p in (ROOT / "oncecli" / "bench" / "lambdas").glob("*.py")}
+    assert lambdas
+    assert {f"oncecli/bench/lambdas/{name}" for name in lambdas} <= names
+
+
+def test_the_pytest_plugin_ships_and_is_registered(wheel):
+    assert "once/testing/__init__.py" in set(wheel.namelist())
+    entry_points = _dist_info(wheel, "entry_points.txt")
+    assert "[pytest11]" in entry_points
+    assert "once = once.testing" in entry_points
+    assert "once = oncecli.cli:main" in entry_points
