@@ -27,26 +27,11 @@ from once_cdk.settings import (
     MAX_MAXIMUM_POLLERS,
     MAX_MINIMUM_POLLERS,
     MIN_POLLERS,
-    ConsumerSettings,
 )
+from tests.infra.consumer_settings import refusal, settings
 
 MAPPING = "AWS::Lambda::EventSourceMapping"
 HANDLER = "orders.handler.lambda_handler"
-
-
-def settings(**overrides) -> ConsumerSettings:
-    values = {
-        "service_name": "orders", "fifo": False, "timeout_s": 30, "memory_mb": 512,
-        "batch_size": 10, "batching_window_s": 0, "max_concurrency": None,
-        "reserved_concurrency": None, "max_receive_count": None,
-    }  # fmt: skip
-    return ConsumerSettings(**{**values, **overrides})
-
-
-def refusal(**overrides) -> str:
-    with pytest.raises(ConfigurationError) as refused:
-        settings(**overrides)
-    return str(refused.value)
 
 
 def within_limits(minimum: int, maximum: int) -> bool:

@@ -16,30 +16,15 @@ from once.backoff import Backoff
 from once_cdk import ConfigurationError, OnceConsumer
 from once_cdk.settings import (
     DEFAULT_BACKOFF,
-    ConsumerSettings,
     backoff_s,
     derived_max_receive_count,
     longest_passing_timeout_s,
     passing_receive_counts,
     retry_window_s,
 )
+from tests.infra.consumer_settings import refusal, settings
 
 RETENTION_S = c.DEFAULT_SOURCE_RETENTION_S
-
-
-def settings(**overrides) -> ConsumerSettings:
-    values = {
-        "service_name": "orders", "fifo": False, "timeout_s": 30, "memory_mb": 512,
-        "batch_size": 10, "batching_window_s": 0, "max_concurrency": None,
-        "reserved_concurrency": None, "max_receive_count": None,
-    }  # fmt: skip
-    return ConsumerSettings(**{**values, **overrides})
-
-
-def refusal(**overrides) -> str:
-    with pytest.raises(ConfigurationError) as refused:
-        settings(**overrides)
-    return str(refused.value)
 
 
 def suggested_counts(message: str) -> list[range]:
