@@ -126,10 +126,10 @@ def _make_resources(
     tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
     for name in tables.values():
         create_table(ddb, name)
-    ddb.update_time_to_live(
-        TableName=tables["idempotency"],
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTES[impl]},
-    )
+    # No TTL on the table: the harness is its one sweeper (``_ttl_sweep``, conditional, as
+    # DynamoDB's is), counted in the run's figures. DynamoDB Local runs a TTL of its own
+    # (expired items vanish within seconds) whose deletes the harness could neither count
+    # nor hold to that condition.
     return queue, dlq, tables
 
 
