@@ -236,6 +236,18 @@ def test_once_up_runs_a_team_s_app_and_status_shows_the_duplicate(
         assert re.search(r"records COMPLETED\s*│\s*1\b", status), status
         record = _once(["inspect", "o-7", "--stack", "Shop", *where], project, env)
         assert "COMPLETED" in record.stdout and "/asset." in record.stdout, record.stdout
+        watch = subprocess.Popen(
+            ["once", "status", "--stack", "Shop", *where, "--watch", "0.2"],
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(3)  # a few refreshes, however slow: the view ends at Ctrl-C, not by itself
+        watch.send_signal(signal.SIGINT)
+        watched, _ = watch.communicate(timeout=60)
+        assert watch.returncode == 0 and re.search(r"Duplicate\s*│\s*1\b", watched), watched
     finally:
         up.send_signal(signal.SIGINT)
         up.wait(60)
