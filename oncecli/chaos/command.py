@@ -23,7 +23,7 @@ from oncecli.chaos import summary
 from oncecli.chaos.harness import (
     DEFAULT_RATES,
     IMPLEMENTATIONS,
-    PAUSE_S,
+    PAUSE_MAX_S,
     TIMEOUT_S,
     Endpoints,
     Run,
@@ -64,7 +64,7 @@ ONCE_CONSUMERS = ("once", "once-nobackoff")
 _ALL_OFF = {k: 0.0 for k in DEFAULT_RATES} | {"skew": 0, "redrive": 0, "ttl_sweep": 0}
 #: The shortest ``--retention-s``: longer than an invocation can run from its claim to its
 #: business code, so that a retention window is something the invariants can judge.
-MIN_RETENTION_S = int(TIMEOUT_S + PAUSE_S) + 10
+MIN_RETENTION_S = int(TIMEOUT_S + PAUSE_MAX_S) + 10
 
 
 #: ``once chaos``'s one-line help, and its exit codes.

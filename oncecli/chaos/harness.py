@@ -50,6 +50,8 @@ TIMEOUT_S = 3.0
 VISIBILITY_S = 5
 MAX_RECEIVE = 5
 PAUSE_S = 6.0  # longer than once's lease (timeout + 1 s margin) and Powertools' (timeout)
+#: A pause after once's claim lasts until the record is claimed anew, this long at most.
+PAUSE_MAX_S = 12.0
 MAX_SKEW_S = 0.4  # within once's 1 s lease margin
 BACKLOG = 300  # messages kept in the queue while the producer feeds it
 TTL_ATTRIBUTES = {
@@ -390,6 +392,7 @@ def run_consumer(
             rates=rates,
             skew_s=rng.uniform(-MAX_SKEW_S, MAX_SKEW_S) if rates.get("skew", 1) else 0.0,
             pause_s=PAUSE_S,
+            pause_max_s=PAUSE_MAX_S,
             timeout_s=TIMEOUT_S,
             batch_size=10,
             fifo=fifo,
@@ -484,7 +487,7 @@ def run_consumer(
         final,
         skew_ms=2 * MAX_SKEW_S * 1000,
         retention_s=retention_s,
-        longest_run_s=TIMEOUT_S + PAUSE_S,
+        longest_run_s=TIMEOUT_S + PAUSE_MAX_S,
     )
     result.lost = result.violations["lost"]
     if result.lost:

@@ -9,7 +9,8 @@ idempotency table as a claim or a finalize, for all three consumers alike:
   ``DeleteItem`` (the naive pattern's release).
 
 At the same points it kills the process (SIGKILL) after a claim, after the business effect
-or before a finalize, or stops it (SIGSTOP) past its lease and lets a sleeper resume it;
+or before a finalize, or stops it (SIGSTOP) past its lease and lets a sleeper resume it (for
+once's consumers, once the record was claimed anew);
 each at its rate, and each enabled one on the run's first chance too (``faults.Dice``).
 """
 
@@ -19,6 +20,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -60,6 +62,7 @@ class Probe:
         pause_s: float,
         dice: Dice,
         skew_s: float = 0.0,
+        pause_max_s: float | None = None,
     ) -> None:
         self._history = history
         self._skew_ns = int(skew_s * 1e9)
@@ -69,6 +72,7 @@ class Probe:
         self._table = table
         self._rates = rates
         self._pause_s = pause_s
+        self._pause_max_s = max(pause_s, pause_max_s or pause_s)
         self._dice = dice
         self._local = threading.local()
 
@@ -83,13 +87,26 @@ class Probe:
     def _roll(self, kind: str) -> bool:
         return self._dice.roll(kind, self._rates.get(kind, 0.0))
 
-    def _fault(self, kind: str) -> None:
-        """Record the fault first (the process may not get another chance), then fire it."""
+    def _fault(self, kind: str, claim: dict[str, Any] | None = None) -> None:
+        """Record the fault first (the process may not get another chance), then fire it.
+
+        A pause after a claim that names its owner (once's) lasts until another worker has
+        claimed the record anew, ``pause_s`` at least and ``pause_max_s`` at most: the
+        zombie then surely resumes into a takeover, so that a finalize without its fence is
+        caught by construction, whatever the machine's speed. Otherwise it lasts
+        ``pause_s``."""
         self._history.add("fault", kind=kind)
         if kind == "pause":
-            self.on_pause(self._pause_s)
+            self.on_pause(self._pause_max_s)
+            if claim is not None and claim.get("owned"):
+                command = [
+                    sys.executable, "-c", _RESUME_AFTER_TAKEOVER, self._table, claim["item"],
+                    claim["claim"], str(os.getpid()), str(self._pause_s), str(self._pause_max_s),
+                ]  # fmt: skip
+            else:
+                command = ["sh", "-c", f"sleep {self._pause_s}; kill -CONT {os.getpid()}"]
             subprocess.Popen(
-                ["sh", "-c", f"sleep {self._pause_s}; kill -CONT {os.getpid()}"],
+                command,
                 start_new_session=True,
                 stderr=subprocess.DEVNULL,  # the process may be gone by then: nothing to say
             )
@@ -119,6 +136,7 @@ class Probe:
                 "item": item,
                 "lease_end": self._lease_end(_text(values[":lease"])),
                 "claim": _text(values.get(":me")),
+                "owned": True,  # the record names its owner: a takeover can be seen
             }
         if operation in ("UpdateItem", "DeleteItem"):
             failed = any(_text(v) == "FAILED" for v in values.values())
@@ -172,11 +190,12 @@ class Probe:
             return
         if kind == "claim":
             self._local.claim = call["claim"]
+            owned = call.pop("owned", False)
             self._history.add("claim", landed=landed, **call)
             if self._roll("kill_after_claim"):
                 self._fault("kill_after_claim")
             elif self._roll("pause"):
-                self._fault("pause")
+                self._fault("pause", {**call, "owned": owned})
             return
         call["claim"] = call["claim"] or getattr(self._local, "claim", None)
         self._history.add("finalize", landed=landed, **call)
@@ -194,6 +213,28 @@ def _wall_to_monotonic_ns() -> int:
         best = pair if best is None or pair < best else best
     assert best is not None
     return best[1]
+
+
+#: The sleeper of a pause after once's claim (``Probe._fault``): after ``least`` seconds,
+#: resume the process once the record no longer names its owner (claimed anew, or gone),
+#: or after ``most`` seconds. A process of its own: the paused one runs no thread.
+_RESUME_AFTER_TAKEOVER = """
+import os, signal, sys, time
+import boto3
+table, item, owner, pid, least, most = sys.argv[1:7]
+started = time.monotonic()
+ddb = boto3.client("dynamodb")
+time.sleep(float(least))
+while time.monotonic() - started < float(most):
+    try:
+        found = ddb.get_item(TableName=table, Key={"id": {"S": item}}, ConsistentRead=True)
+    except Exception:
+        found = {"Item": {"owner": {"S": owner}}}  # not known: look again
+    if found.get("Item", {}).get("owner", {}).get("S") != owner:
+        break
+    time.sleep(0.2)
+os.kill(int(pid), signal.SIGCONT)
+"""
 
 
 def _own_retry(call: dict[str, Any], parsed: dict[str, Any]) -> bool:

@@ -60,6 +60,8 @@ class WorkerSpec:
     visibility_s: int = 5
     #: Records kept this long (None: each consumer's default); the harness sweeps them.
     retention_s: int | None = None
+    #: A pause after once's claim lasts until a takeover, this long at most (None: pause_s).
+    pause_max_s: float | None = None
     #: The file whose existence is an open DynamoDB outage window.
     outage_flag: str = ""
     #: The file whose existence arms one: the next DynamoDB call opens it (``Injector.outage``).
@@ -225,7 +227,15 @@ def run(spec: WorkerSpec) -> None:
     if spec.outage_flag:
         faults.outage(spec.outage_flag, spec.outage_armed)
     timeout = Timeout(history)
-    probe = Probe(history, spec.tables["idempotency"], spec.rates, spec.pause_s, dice, spec.skew_s)
+    probe = Probe(
+        history,
+        spec.tables["idempotency"],
+        spec.rates,
+        spec.pause_s,
+        dice,
+        spec.skew_s,
+        pause_max_s=spec.pause_max_s,
+    )
     # A zombie resumes with a full function timeout still to run: it outlives its lease by
     # the pause, however slowly a busy machine lets it finish.
     probe.on_pause = lambda paused_s: timeout.extend(paused_s + spec.timeout_s)

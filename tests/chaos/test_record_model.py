@@ -355,4 +355,4 @@ def test_the_model_catches_a_finalize_without_its_fence(dynamodb_local: dict) ->
     """Control of the search: with the fence condition switched off, the search must find a
     zombie's write. Derandomized, so it explores the same examples on every run."""
     with pytest.raises(StaleWrite):
-        _run(UnfencedMachine, dynamodb_local, examples=200, shrink=False, derandomize=True)
+        _run(UnfencedMachine, dynamodb_local, examples=2000, shrink=False, derandomize=True)
