@@ -377,13 +377,10 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
         console.print(f"  Region = {LOCAL_REGION}", soft_wrap=True)
         sys.stdout.flush()
         if not args.no_mapping:
-            for consumer in local.consumers:
-                config = consumer.mapping
-                mapping = local.mapping(
-                    args.workers or config.max_concurrency or 2, consumer.log_name, consumer
-                )
-                mappings.append(mapping.start())
-                shipper.follow(local.build_dir / consumer.log_name)
+            mappings = local.run_consumers(
+                lambda c: args.workers or c.mapping.max_concurrency or 2, shipper
+            )
+            for consumer, mapping in zip(local.consumers, mappings, strict=True):
                 console.print(
                     f"{consumer.stack} ({consumer.name}): mapping running with "
                     f"{mapping.concurrency} workers; logs in {local.build_dir / consumer.log_name}",

@@ -11,6 +11,7 @@ function's EMF lines published to CloudWatch (locally, ``localcloud.emf`` keeps 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -318,7 +319,7 @@ def _namespace(target: Target) -> str:
     """The function's metrics namespace: its environment's, else the runtime's default."""
     name = target.outputs.get("FunctionName")
     if name:
-        with _quietly():
+        with contextlib.suppress(ClientError, BotoCoreError):  # unreadable: the default
             env = (
                 target.lambda_.get_function_configuration(FunctionName=name)
                 .get("Environment", {})
@@ -326,16 +327,6 @@ def _namespace(target: Target) -> str:
             )
             return str(env.get(c.ENV_METRICS_NAMESPACE) or c.DEFAULT_METRICS_NAMESPACE)
     return c.DEFAULT_METRICS_NAMESPACE
-
-
-class _quietly:
-    """A context that swallows the AWS errors of an optional read."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> bool:
-        return kind is not None and issubclass(kind, ClientError | BotoCoreError)
 
 
 def outcome_counts(

@@ -23,12 +23,14 @@ import os
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
 from oncecli.errors import EngineFailed, SynthFailed, UsageError
+from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.engines import (
     ENGINES,
     DynamoDBLocal,
@@ -170,10 +172,11 @@ class LocalCloud:
         if self.assembly is None:
             self.project = self.project or Project.find()
             self.build_dir = self.project.build_dir
-        self.build_dir.mkdir(parents=True, exist_ok=True)
-        assembly = self.assembly or synth(
-            self.project or Project.find(), self.context, log=self.build_dir / "synth.log"
-        )
+            self.build_dir.mkdir(parents=True, exist_ok=True)
+            assembly = synth(self.project, self.context, log=self.build_dir / "synth.log")
+        else:
+            assembly = self.assembly
+            self.build_dir.mkdir(parents=True, exist_ok=True)
         self.stacks = to_deploy(stacks_of(assembly))
         if not self.stacks:
             raise SynthFailed(
@@ -372,6 +375,22 @@ class LocalCloud:
             env=self.worker_env(consumer),
             log_path=str(self.build_dir / log_name),
         )
+
+    def run_consumers(self, workers: Callable[[Consumer], int], shipper: Shipper) -> list[Mapping]:
+        """Start every consumer's mapping, ``workers(consumer)`` workers each, with its log
+        followed by ``shipper`` (the metrics its EMF lines publish); returns them running.
+        On a failure the ones started are stopped."""
+        running: list[Mapping] = []
+        try:
+            for consumer in self.consumers:
+                mapping = self.mapping(workers(consumer), consumer.log_name, consumer)
+                running.append(mapping.start())
+                shipper.follow(self.build_dir / consumer.log_name)
+        except BaseException:
+            for mapping in running:
+                mapping.stop()
+            raise
+        return running
 
     def worker_env(self, consumer: Consumer | None = None) -> dict[str, str]:
         """What a worker needs beyond the function's own environment variables. Metrics

@@ -32,6 +32,7 @@ from typing import Any
 
 from once import constants as c
 from once.models import record_id
+from oncecli.aws import queue_depth
 from oncecli.localcloud.cloud import Consumer, LocalCloud
 from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.mapping import Mapping
@@ -77,12 +78,10 @@ class OnceCloud:
         self.cloud = LocalCloud(context=self._context, project=self._project).start()
         try:
             self._shipper = Shipper(self.cloud.client("cloudwatch"))
-            for consumer in self.cloud.consumers:
-                workers = min(self._workers, consumer.mapping.max_concurrency or self._workers)
-                self._mappings.append(
-                    self.cloud.mapping(workers, consumer.log_name, consumer).start()
-                )
-                self._shipper.follow(self.cloud.build_dir / consumer.log_name)
+            self._mappings = self.cloud.run_consumers(
+                lambda c: min(self._workers, c.mapping.max_concurrency or self._workers),
+                self._shipper,
+            )
         except BaseException:
             self.__exit__()
             raise
@@ -154,14 +153,7 @@ class OnceCloud:
         while time.monotonic() < deadline:
             left = {}
             for consumer in self._cloud.consumers:
-                attributes = sqs.get_queue_attributes(
-                    QueueUrl=consumer.mapping.queue_url,
-                    AttributeNames=[
-                        "ApproximateNumberOfMessages",
-                        "ApproximateNumberOfMessagesNotVisible",
-                    ],
-                )["Attributes"]
-                count = sum(int(v) for v in attributes.values())
+                count = queue_depth(sqs, consumer.mapping.queue_url).total
                 if count:
                     left[f"{consumer.stack} ({consumer.name})"] = count
             busy = any(m.stats.in_flight for m in self._mappings)
