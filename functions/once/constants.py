@@ -23,6 +23,9 @@ ATTR_UPDATED_AT: Final = "updated_at"
 #: claim that first quarantined the crashed attempt. Every DLQ message of that crash carries
 #: it as ``once.fence``; further copies quarantined before a review keep it.
 ATTR_REVIEW_FENCE: Final = "review_fence"
+#: On a COMPLETED record: the messages business code staged with ``attempt.send``, committed
+#: with the record and owed until sent; removed by a fenced write once all are sent.
+ATTR_OUTBOX: Final = "outbox"
 
 #: The idempotency table's TTL attribute (epoch seconds).
 TTL_ATTRIBUTE: Final = ATTR_EXPIRES_AT
@@ -81,6 +84,9 @@ QUARANTINE_ATTR_ERROR: Final = "once.error"
 #: A redriven message counts as reviewed only while the record is still FAILED by that crash.
 QUARANTINE_ATTR_FENCE: Final = "once.fence"
 #: ``once.reason`` values: why a message was quarantined.
+#: A staged write's condition refused at commit, on an element staged with
+#: ``refused="quarantine"`` (also the error stored on the FAILED record, whatever the choice).
+REASON_WRITE_REFUSED: Final = "WRITE_REFUSED"
 REASON_INVALID_JSON: Final = "INVALID_JSON"
 REASON_INVALID_ENVELOPE: Final = "INVALID_ENVELOPE"
 REASON_INVALID_KEY: Final = "INVALID_KEY"
@@ -89,6 +95,24 @@ REASON_CONFLICT: Final = "CONFLICT"
 REASON_PERMANENT_ERROR: Final = "PERMANENT_ERROR"
 #: Also the error stored on the record of a quarantined takeover.
 REASON_LEASE_EXPIRED: Final = "LEASE_EXPIRED"
+
+# --- The outbox (message attributes on what ``attempt.send`` sends) ------------------------
+#: The record id of the operation that sent the message (``<service>#<key>``).
+OUTBOX_ATTR_SOURCE: Final = "once.source"
+#: The message's index in that operation's outbox.
+OUTBOX_ATTR_SEQ: Final = "once.seq"
+#: ``make_handler(key=SOURCE_KEY)``: a downstream consumer's business key is the identity of
+#: the upstream outbox message, ``<once.source>#<once.seq>`` from its attributes. (``#`` is
+#: not JMESPath, so no key expression can mean this.)
+SOURCE_KEY: Final = "once.source#once.seq"
+
+# --- DynamoDB's limits on one commit ----------------------------------------------------------
+#: Elements in one TransactWriteItems, the record's completion included.
+TRANSACTION_MAX_ELEMENTS: Final = 100
+#: Aggregate size of the items in one transaction.
+TRANSACTION_MAX_BYTES: Final = 4 * 1024 * 1024
+#: Size of one item.
+ITEM_MAX_BYTES: Final = 400 * 1024
 
 # --- Metric names (CloudWatch EMF), one per outcome ------------------------------------------
 METRIC_PROCESSED: Final = "Processed"
@@ -105,3 +129,9 @@ METRIC_DEADLINE: Final = "DeadlineSkipped"
 #: once's own code raised while handling a record (a bug in once): that record only is
 #: reported failed; counted beside its outcome, like ``Takeover``.
 METRIC_INTERNAL_ERROR: Final = "InternalError"
+#: COMPLETED, but its outbox is not all sent: the message is redelivered to send it.
+METRIC_OWED: Final = "Owed"
+#: A delivery found its record COMPLETED with messages owed and sent them.
+METRIC_OWED_SENT: Final = "OwedSent"
+#: A staged write's condition was refused at commit: nothing landed; counted beside its outcome.
+METRIC_WRITE_REFUSED: Final = "WriteRefused"

@@ -14,6 +14,7 @@ configuration.
 from __future__ import annotations
 
 import os
+import threading
 import traceback
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,6 +27,7 @@ from once import constants as c
 from once.backoff import Backoff
 from once.models import BatchResult, Outcome, RecordResult
 from once.observability import log_safely, logger, name_service, publish, subsegment
+from once.outbox import Outbox
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
 from once.quarantine import Quarantine
@@ -85,12 +87,17 @@ class Handler:
         self._config: _Config | None = None
         self._store: RecordStore | None = None
         self._quarantine: Quarantine | None = None
+        self._outbox: Outbox | None = None
         self._processor: BatchProcessor | None = None
 
     def bind(
-        self, *, store: RecordStore | None = None, quarantine: Quarantine | None = None
+        self,
+        *,
+        store: RecordStore | None = None,
+        quarantine: Quarantine | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
-        """Run the next invocations with this record store and/or quarantine.
+        """Run the next invocations with this record store, quarantine and/or outbox.
 
         ``bind()`` with nothing drops what was bound and the built processor: the next
         invocation builds them again from the configuration and the environment. The
@@ -100,6 +107,7 @@ class Handler:
             self._processor.close()
         self._store = store
         self._quarantine = quarantine
+        self._outbox = outbox
         self._processor = None
         self._config = None
 
@@ -171,6 +179,7 @@ class Handler:
             quarantine = self._quarantine
             needs_sqs = self._backoff is not None or (quarantine is None and config.dlq_url)
             sqs = boto3.client("sqs", config=client_config) if needs_sqs else None
+            outbox = self._outbox or Outbox(_ClientsFor(client_config, sqs=sqs))
             if quarantine is None:
                 quarantine = Quarantine(sqs if config.dlq_url else None, config.dlq_url)
             if self._backoff is not None:
@@ -184,7 +193,7 @@ class Handler:
                 quarantine_takeovers=self._quarantine_takeovers,
             )
             self._processor = BatchProcessor(
-                self._process, store, quarantine, self._reader, settings, logger
+                self._process, store, quarantine, outbox, self._reader, settings, logger
             )
         return self._processor
 
@@ -255,6 +264,26 @@ class Handler:
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:
         """The Lambda entry point: the partial batch response of ``handle``."""
         return self.handle(event, context).response
+
+
+class _ClientsFor:
+    """The outbox's clients, one per service and process, built at the first send to it (a
+    function that never sends builds none)."""
+
+    def __init__(self, config: Config, *, sqs: Any) -> None:
+        self._config = config
+        self._clients: dict[str, Any] = {"sqs": sqs} if sqs is not None else {}
+        self._lock = threading.Lock()
+
+    def __call__(self, service: str) -> Any:
+        with self._lock:
+            if service not in self._clients:
+                self._clients[service] = (
+                    boto3.client("sns", config=self._config)
+                    if service == "sns"
+                    else boto3.client("sqs", config=self._config)
+                )
+            return self._clients[service]
 
 
 def _env_retention_s() -> int:

@@ -8,10 +8,13 @@ and the processor all speak about the same small, immutable types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from once import constants as c
+from once.effects import Effects, OutboxMessage, Refused
 
 
 class PermanentError(Exception):
@@ -35,6 +38,8 @@ class Outcome(StrEnum):
     LEASE_EXPIRED = "lease_expired"  # a takeover under on_expired_lease="quarantine": in the DLQ
     DEADLINE = "deadline"  # not claimed: too little time left in the invocation
     SKIPPED = "skipped"  # FIFO: an earlier record of the same group failed
+    OWED = "owed"  # COMPLETED, but its outbox is not all sent: retried to send it
+    OWED_SENT = "owed_sent"  # already COMPLETED with messages owed: sent, business code not run
 
     @property
     def acknowledged(self) -> bool:
@@ -46,6 +51,7 @@ class Outcome(StrEnum):
             Outcome.QUARANTINED,
             Outcome.CONFLICT,
             Outcome.LEASE_EXPIRED,
+            Outcome.OWED_SENT,
         )
 
 
@@ -61,6 +67,8 @@ METRIC_NAMES: dict[Outcome, str] = {
     Outcome.LEASE_EXPIRED: c.METRIC_LEASE_EXPIRED,
     Outcome.DEADLINE: c.METRIC_DEADLINE,
     Outcome.SKIPPED: c.METRIC_FAILED,
+    Outcome.OWED: c.METRIC_OWED,
+    Outcome.OWED_SENT: c.METRIC_OWED_SENT,
 }
 
 
@@ -87,9 +95,11 @@ class Record:
     updated_at: int | None = None
     #: FAILED by a quarantined takeover: the fence its DLQ messages carry as ``once.fence``.
     review_fence: int | None = None
+    #: COMPLETED with messages not yet all sent: what ``attempt.send`` staged, in order.
+    outbox: tuple[OutboxMessage, ...] = ()
 
     @classmethod
-    def from_item(cls, item: dict[str, dict[str, str]]) -> Record:
+    def from_item(cls, item: Mapping[str, Any]) -> Record:
         """Build a record from a low-level DynamoDB item (``{"attr": {"S": "..."}}``)."""
 
         def text(name: str) -> str | None:
@@ -113,6 +123,10 @@ class Record:
             message_id=text(c.ATTR_MESSAGE_ID),
             updated_at=number(c.ATTR_UPDATED_AT),
             review_fence=number(c.ATTR_REVIEW_FENCE),
+            outbox=tuple(
+                OutboxMessage.from_json(entry["S"])
+                for entry in (item.get(c.ATTR_OUTBOX) or {}).get("L", ())
+            ),
         )
 
     def is_live(self, now_s: int) -> bool:
@@ -122,11 +136,15 @@ class Record:
 
 @dataclass(frozen=True)
 class Attempt:
-    """What business code gets with each body: who it is running as.
+    """What business code gets with each body: who it is running as, and where it stages
+    the effects once commits with the record (``write``, ``send``).
 
-    Carry ``key`` and ``fence`` downstream (an idempotency key for a payment API, a
-    condition on a fenced write): that turns "the record is safe" into "the effect happened
-    once", even after a crash between the effect and the finalize.
+    DynamoDB writes staged with ``write`` and messages staged with ``send`` take effect
+    exactly once: they are committed with the record's completion, all or nothing, and a
+    crash, a raise or a zombie leaves none of them behind. For any other effect (a payment
+    API, an email), carry ``key`` and ``fence`` downstream (an idempotency key, a condition
+    on a fenced write): that turns "the record is safe" into "the effect happened once",
+    even after a crash between the effect and the finalize.
     """
 
     key: str
@@ -139,6 +157,51 @@ class Attempt:
     record: Record | None
     """The record as it was before this claim (None for a new key): after a takeover or a
     retry it tells what the previous attempt left behind."""
+    effects: Effects = field(default_factory=Effects, repr=False, compare=False)
+    """What ``write`` and ``send`` staged (the runtime commits it when business code returns)."""
+
+    def write(self, element: Mapping[str, Any], *, refused: Refused = "retry") -> None:
+        """Stage one ``TransactWriteItems`` element in the low-level client's shape
+        (``{"Put" | "Update" | "Delete" | "ConditionCheck": {"TableName": ..., ...}}``), on
+        any table but once's own. Nothing is written now: when business code returns, every
+        staged write and the record's completion are committed in one transaction, all or
+        nothing; if business code raises, nothing staged is written.
+
+        If DynamoDB refuses an element's ``ConditionExpression`` at commit, nothing lands and
+        the record fails as if business code had raised (``WRITE_REFUSED``, its own metric;
+        the error names the element's index, operation and table): SQS retries it
+        (``refused="retry"``), or, with ``refused="quarantine"``, the message goes to the DLQ
+        at once, for a condition no retry can change.
+
+        Raises ``ValueError`` now for what DynamoDB would refuse at commit: more than 99
+        staged writes (the record is the 100th element), about 4 MB in all, two operations on
+        one item, a Put item over 400 KB, a write to once's idempotency table."""
+        self.effects.write(element, refused=refused)
+
+    def send(
+        self,
+        destination: str,
+        body: Any,
+        *,
+        group_id: str | None = None,
+        attributes: Mapping[str, str | int | float | bytes] | None = None,
+    ) -> None:
+        """Stage one message to an SQS queue (its URL; standard or FIFO) or an SNS topic (its
+        ARN). ``body``: a string as it is, anything else as JSON. ``group_id``: the message
+        group, required by a FIFO target. ``attributes``: up to 8, String, Number or Binary.
+
+        The message is stored on the record in the commit and sent after it, never before;
+        the source message is acknowledged only once every message of its outbox is sent. A
+        send that fails, or an invocation that dies first, leaves the messages owed: the next
+        delivery of the source sends them without running business code. Each message
+        carries ``once.source`` (the record id) and ``once.seq`` (its index); to a FIFO
+        target its deduplication id is derived from them, and a downstream once consumer
+        keys on them with ``make_handler(key=SOURCE_KEY)``.
+
+        Raises ``ValueError`` now for a message that cannot be sent (no group id for a FIFO
+        target, a body over 256 KiB, more than 8 attributes) or an outbox that would push
+        the record past DynamoDB's 400 KB item size."""
+        self.effects.send(destination, body, group_id=group_id, attributes=attributes)
 
 
 @dataclass(frozen=True)

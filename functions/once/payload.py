@@ -69,7 +69,8 @@ class BodyReader:
     """Parses bodies with the compiled JMESPath expressions of one handler."""
 
     def __init__(self, key: str, validate: str | None, envelope: str | None = None) -> None:
-        self._key = jmespath.compile(key)
+        #: None: the key is the upstream outbox message's identity (``SOURCE_KEY``).
+        self._key: ParsedResult | None = None if key == c.SOURCE_KEY else jmespath.compile(key)
         self._validate: ParsedResult | None = (
             jmespath.compile(validate) if validate is not None else None
         )
@@ -77,8 +78,10 @@ class BodyReader:
             jmespath.compile(envelope) if envelope is not None else None
         )
 
-    def read(self, raw_body: str) -> Parsed:
+    def read(self, raw_body: str, attributes: dict[str, Any] | None = None) -> Parsed:
         """The body, its key and its payload hash; or ``BadMessage`` for this body alone.
+        ``attributes``: the message's attributes in Lambda's shape, where a ``SOURCE_KEY``
+        reader finds the key.
 
         Total by design: whatever the body holds and whatever the expressions do with it
         (a JMESPath type error, a lone surrogate, nesting past the recursion limit), the
@@ -95,7 +98,7 @@ class BodyReader:
             raise BadMessage(c.REASON_INVALID_JSON, f"body is not JSON ({_name(error)})") from None
         if self._envelope is not None:
             body = self._unwrap(body)
-        key = self._key_of(body)
+        key = self._key_of(body) if self._key is not None else _source_key(attributes or {})
         try:
             validated = (
                 self._validate.search(body, _OPTIONS) if self._validate is not None else None
@@ -132,6 +135,7 @@ class BodyReader:
         return inner
 
     def _key_of(self, body: Any) -> str | int:
+        assert self._key is not None
         try:
             key = self._key.search(body, _OPTIONS) if isinstance(body, dict) else None
         except Exception as error:
@@ -150,9 +154,35 @@ class BodyReader:
             raise BadMessage(
                 c.REASON_INVALID_KEY, "key holds a lone surrogate: it is not Unicode text"
             ) from None
-        if size > c.MAX_KEY_BYTES:
-            raise BadMessage(c.REASON_INVALID_KEY, f"key is longer than {c.MAX_KEY_BYTES} bytes")
+        _check_key_size(size)
         return key
+
+
+def _check_key_size(size: int) -> None:
+    if size > c.MAX_KEY_BYTES:
+        raise BadMessage(c.REASON_INVALID_KEY, f"key is longer than {c.MAX_KEY_BYTES} bytes")
+
+
+def _source_key(attributes: dict[str, Any]) -> str:
+    """The identity an upstream once outbox gave the message: ``<once.source>#<once.seq>``."""
+    source = (attributes.get(c.OUTBOX_ATTR_SOURCE) or {}).get("stringValue")
+    seq = (attributes.get(c.OUTBOX_ATTR_SEQ) or {}).get("stringValue")
+    if not isinstance(source, str) or not source or not isinstance(seq, str):
+        raise BadMessage(
+            c.REASON_INVALID_KEY,
+            f"no {c.OUTBOX_ATTR_SOURCE} and {c.OUTBOX_ATTR_SEQ} attributes: this consumer keys "
+            "on the identity of messages sent by attempt.send",
+        )
+    if not (seq.isascii() and seq.isdigit()):
+        raise BadMessage(c.REASON_INVALID_KEY, f"{c.OUTBOX_ATTR_SEQ} is not a whole number")
+    key = f"{source}#{int(seq)}"
+    try:
+        _check_key_size(len(key.encode("utf-8")))
+    except UnicodeEncodeError:
+        raise BadMessage(
+            c.REASON_INVALID_KEY, "key holds a lone surrogate: it is not Unicode text"
+        ) from None
+    return key
 
 
 def _name(value: Any) -> str:

@@ -28,8 +28,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once import constants as c
+from once.effects import Effects, OutboxMessage
 from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.observability import log_safely
+from once.outbox import Outbox
 from once.payload import (
     BadMessage,
     BodyReader,
@@ -42,13 +44,13 @@ from once.payload import (
 )
 from once.protocol import must_quarantine_takeover, review_fence_for
 from once.quarantine import Quarantine
-from once.store import Claimed, RecordStore, Rejected
+from once.store import Claimed, CommitCanceled, RecordStore, Rejected, WriteRefused
 
 #: Business code: ``process(body, attempt) -> JSON-serializable result``.
 Process = Callable[[Any, Attempt], Any]
 
 #: When a leader ended like this, a follower with the same key and payload ends like this.
-_FOLLOW = {Outcome.PROCESSED: Outcome.DUPLICATE}
+_FOLLOW = {Outcome.PROCESSED: Outcome.DUPLICATE, Outcome.OWED_SENT: Outcome.DUPLICATE}
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class BatchProcessor:
         process: Process,
         store: RecordStore,
         quarantine: Quarantine,
+        outbox: Outbox,
         reader: BodyReader,
         settings: Settings,
         logger: logging.Logger | Any,
@@ -85,6 +88,7 @@ class BatchProcessor:
         self._process = process
         self._store = store
         self._quarantine = quarantine
+        self._outbox = outbox
         self._reader = reader
         self._settings = settings
         self._logger = logger
@@ -134,7 +138,8 @@ class BatchProcessor:
 
     def _read(self, index: int, record: SQSRecord) -> _Item:
         try:
-            return _Item(index, record, self._reader.read(record.body), None)
+            attributes = record.raw_event.get("messageAttributes")
+            return _Item(index, record, self._reader.read(record.body, attributes), None)
         except BadMessage as bad:
             return _Item(index, record, None, bad)
 
@@ -242,6 +247,11 @@ class BatchProcessor:
         except Exception as error:  # DynamoDB unreachable or throttled past retries
             return RecordResult(message_id, Outcome.FAILED, parsed.key, reason=_class(error))
         if isinstance(claim, Rejected):
+            if claim.outcome is Outcome.DUPLICATE and claim.record.outbox:
+                owed = RecordResult(message_id, Outcome.OWED_SENT, parsed.key, claim.record.fence)
+                return self._send_owed(
+                    stored_as, claim.record.fence, claim.record.outbox, owed, context
+                )
             if claim.outcome is Outcome.CONFLICT:
                 return self._quarantined(
                     record,
@@ -299,13 +309,16 @@ class BatchProcessor:
     def _execute(
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed, context: Any
     ) -> RecordResult:
-        """Run business code under a claim, then finalize with the fence."""
+        """Run business code under a claim, then finalize with the fence (committing what it
+        staged)."""
+        effects = Effects(table_name=self._store.table_name, record_id=record_id)
         attempt = Attempt(
             key=parsed.key,
             fence=claim.fence,
             message_id=record.message_id,
             takeover=claim.takeover,
             record=claim.previous,
+            effects=effects,
         )
         done = RecordResult(
             record.message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover
@@ -327,16 +340,24 @@ class BatchProcessor:
         except Exception as error:
             written = self._finalize(self._store.fail, record_id, claim, describe_error(error))
             return _replace(done, _unfinished(written), describe_error(error))
-        return self._complete(record_id, claim, value, done)
+        return self._complete(record, parsed, record_id, claim, value, done, effects, context)
 
     def _complete(
-        self, record_id: str, claim: Claimed, value: Any, done: RecordResult
+        self,
+        record: SQSRecord,
+        parsed: Parsed,
+        record_id: str,
+        claim: Claimed,
+        value: Any,
+        done: RecordResult,
+        effects: Effects,
+        context: Any,
     ) -> RecordResult:
-        """Business code returned: its effect happened, so the record completes, whatever
-        the value. Nothing here raises: the result is stored in a safe form when it cannot
-        be stored as is (said in a warning), and only the completing write itself failing
-        (DynamoDB refusing it past the SDK's retries) leaves the record IN_PROGRESS, as a
-        crash before the finalize would."""
+        """Business code returned: the record completes, whatever the value, with what it
+        staged (``_commit``). Nothing here raises: the result is stored in a safe form when
+        it cannot be stored as is (said in a warning), and only the completing write itself
+        failing (DynamoDB refusing it past the SDK's retries) leaves the record IN_PROGRESS,
+        as a crash before the finalize would."""
         try:
             stored = encode_result(value)
         except Exception as error:  # encode_result is total; a bug in it still completes
@@ -353,16 +374,98 @@ class BatchProcessor:
                 stand_ins=sorted(set(stored.stand_ins)),
                 error=stored.error,
             )
-        written = self._finalize(self._store.complete, record_id, claim, stored.text)
-        return done if written else _replace(done, _unfinished(written))
+        return self._commit(record, parsed, record_id, claim, stored.text, done, effects, context)
+
+    def _commit(
+        self,
+        record: SQSRecord,
+        parsed: Parsed,
+        record_id: str,
+        claim: Claimed,
+        result: str,
+        done: RecordResult,
+        effects: Effects,
+        context: Any,
+    ) -> RecordResult:
+        """Complete the record with the staged writes (one transaction) and its outbox, then
+        send what it owes. A commit that applied nothing because DynamoDB refused a staged
+        write's condition, or canceled it otherwise, fails the record as business code that
+        raised would (nothing of the attempt landed, so a retry is safe)."""
+        complete = (
+            functools.partial(self._store.complete, effects=effects)
+            if effects
+            else self._store.complete
+        )
+        try:
+            written = self._finalize(complete, record_id, claim, result, reraise=_NOTHING_LANDED)
+        except WriteRefused as refusal:
+            error = f"{c.REASON_WRITE_REFUSED}: {refusal}"
+            failed = self._finalize(self._store.fail, record_id, claim, error)
+            if failed and refusal.quarantine:
+                return self._quarantined(
+                    record,
+                    parsed.key,
+                    c.REASON_WRITE_REFUSED,
+                    error,
+                    context,
+                    fence=claim.fence,
+                    takeover=claim.takeover,
+                )
+            return _replace(done, _unfinished(failed), c.REASON_WRITE_REFUSED)
+        except CommitCanceled as canceled:
+            failed = self._finalize(self._store.fail, record_id, claim, str(canceled))
+            return _replace(done, _unfinished(failed), str(canceled))
+        if not written:
+            return _replace(done, _unfinished(written))
+        if not effects.messages:
+            return done
+        return self._send_owed(record_id, claim.fence, effects.messages, done, context)
+
+    def _send_owed(
+        self,
+        record_id: str,
+        fence: int,
+        messages: tuple[OutboxMessage, ...] | list[OutboxMessage],
+        done: RecordResult,
+        context: Any,
+    ) -> RecordResult:
+        """Send a COMPLETED record's outbox, then clear it: ``done`` (acknowledged) once it
+        owes nothing, else OWED (redelivered; the next delivery sends it again, with the same
+        identity). With too little time left, nothing is sent: the batch response comes
+        first."""
+        owed = _replace(done, Outcome.OWED)
+        if self._too_late(context) or not self._outbox.send(record_id, messages):
+            return owed
+        try:
+            self._store.clear_outbox(record_id, fence)
+        except Exception as error:
+            log_safely(
+                self._logger,
+                "warning",
+                "outbox sent but not cleared: its messages are sent again",
+                record_id=record_id,
+                fence=fence,
+                error=_class(error),
+            )
+            return owed
+        return done
 
     def _finalize(
-        self, write: Callable[[str, Claimed, str], bool], record_id: str, claim: Claimed, value: str
+        self,
+        write: Callable[[str, Claimed, str], bool],
+        record_id: str,
+        claim: Claimed,
+        value: str,
+        *,
+        reraise: tuple[type[Exception], ...] = (),
     ) -> bool | None:
         """Complete or fail. True: written. False: lease lost. None: DynamoDB error, the
-        record stays IN_PROGRESS until its lease ends and the retry takes over."""
+        record stays IN_PROGRESS until its lease ends and the retry takes over. The errors in
+        ``reraise`` are the caller's to handle."""
         try:
             return write(record_id, claim, value)
+        except reraise:
+            raise
         except Exception as error:
             log_safely(
                 self._logger,
@@ -426,6 +529,10 @@ class BatchProcessor:
             outcome=handled.outcome.value,
             reason=handled.reason,
         )
+
+
+#: A commit that applied nothing, with the record still the claim's.
+_NOTHING_LANDED = (WriteRefused, CommitCanceled)
 
 
 def _review_fence(record: SQSRecord) -> int | None:

@@ -22,6 +22,12 @@ class Verdict(StrEnum):
     CONFLICT = Outcome.CONFLICT.value
     BUSY = Outcome.BUSY.value
     LEASE_LOST = Outcome.LEASE_LOST.value
+    REFUSED = "refused"  # a staged write's condition refused the commit: nothing landed
+    CANCELED = "canceled"  # the commit was canceled for another reason: nothing landed
+
+
+#: A cancellation reason's code for an element whose condition failed.
+CONDITION_FAILED = "ConditionalCheckFailed"
 
 
 def judge_claim(old: Record, *, me: str, payload_hash: str) -> Verdict:
@@ -50,6 +56,25 @@ def judge_finalize(old: Record | None, *, me: str, fence: int, target_status: st
     if old is not None and old.owner == me and old.fence == fence and old.status == target_status:
         return Verdict.MINE
     return Verdict.LEASE_LOST
+
+
+def judge_commit(codes: list[str], old: Record | None, *, me: str, fence: int) -> Verdict:
+    """Classify a commit (staged writes, then the record's completion, in one
+    ``TransactWriteItems``) that DynamoDB canceled, from each element's cancellation code
+    (the record's is the last) and the record its condition saw (``old``).
+
+    A canceled transaction applied nothing. The record's own condition failing is judged as
+    a finalize's: my own commit retried by the SDK after it landed (the record carries my
+    owner, my fence, COMPLETED) is a success, anything else a lost lease; it comes first,
+    because a zombie's commit must never be taken for a business refusal. Otherwise a
+    staged write's condition refused it, or something else did (a conflicting transaction,
+    throttling): either way the record is still mine and IN_PROGRESS.
+    """
+    if codes and codes[-1] == CONDITION_FAILED:
+        return judge_finalize(old, me=me, fence=fence, target_status=c.STATUS_COMPLETED)
+    if CONDITION_FAILED in codes[:-1]:
+        return Verdict.REFUSED
+    return Verdict.CANCELED
 
 
 def is_takeover(old: Record | None, *, retried: bool) -> bool:

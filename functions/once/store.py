@@ -1,13 +1,15 @@
-"""The record store: claim, complete and fail as single conditional writes on DynamoDB.
+"""The record store: claim, complete and fail as single conditional writes on DynamoDB, and
+the commit of an attempt's staged writes with its completion as one transaction.
 
-This module holds only DynamoDB: the update expressions, the conditions and the parsing of
-what comes back. What a rejection *means* is decided in ``protocol.py``. The store never
-deletes an item (that would reset the fence), and never relies on TTL: expiry is part of
+This module holds only DynamoDB: the update expressions, the conditions, the requests and
+the parsing of what comes back. What a rejection *means* is decided in ``protocol.py``. The
+store never deletes an item (that would reset the fence), and never relies on TTL: expiry is part of
 every claim condition, because TTL deletes lazily, sometimes days late.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Callable
@@ -17,13 +19,22 @@ from typing import Any, ClassVar
 from botocore.exceptions import ClientError
 
 from once import constants as c
+from once.effects import Effects
 from once.models import Outcome, Record
-from once.protocol import Verdict, claim_expires_at, is_takeover, judge_claim, judge_finalize
+from once.protocol import (
+    CONDITION_FAILED,
+    Verdict,
+    claim_expires_at,
+    is_takeover,
+    judge_claim,
+    judge_commit,
+    judge_finalize,
+)
 
 _CLAIM_UPDATE = (
     "SET #status = :in_progress, #owner = :me, #lease = :lease, #expires = :expires, "
     "#hash = :hash, #message = :message, #updated = :now_ms "
-    "ADD #fence :one REMOVE #result, #error, #review"
+    "ADD #fence :one REMOVE #result, #error, #review, #outbox"
 )
 _CLAIM_CONDITION = (
     "attribute_not_exists(#id) OR #expires < :now_s OR "
@@ -33,6 +44,16 @@ _COMPLETE_UPDATE = (
     "SET #status = :completed, #result = :result, #expires = :expires, #updated = :now_ms "
     "REMOVE #lease"
 )
+#: The completion of a record with an outbox: the messages are owed from this write on.
+_COMPLETE_WITH_OUTBOX_UPDATE = (
+    "SET #status = :completed, #result = :result, #expires = :expires, #updated = :now_ms, "
+    "#outbox = :outbox REMOVE #lease"
+)
+#: Once every message of the outbox is sent: owed no more. The fence and the status tie it
+#: to the completion that stored them (a record claimed afresh after its retention is not
+#: touched).
+_CLEAR_UPDATE = "SET #updated = :now_ms REMOVE #outbox"
+_CLEAR_CONDITION = "#fence = :fence AND #status = :completed AND attribute_exists(#outbox)"
 _FAIL_UPDATE = "SET #status = :failed, #error = :error, #updated = :now_ms REMOVE #lease"
 #: A quarantined takeover's fail also records the fence its review must name.
 _FAIL_FOR_REVIEW_UPDATE = (
@@ -52,6 +73,7 @@ _NAMES = {
     "#message": c.ATTR_MESSAGE_ID,
     "#updated": c.ATTR_UPDATED_AT,
     "#review": c.ATTR_REVIEW_FENCE,
+    "#outbox": c.ATTR_OUTBOX,
 }
 
 
@@ -96,6 +118,34 @@ class Rejected:
         return self.record.lease_expires_at - self.at_ms
 
 
+class WriteRefused(Exception):
+    """DynamoDB refused a staged write's condition at commit: nothing of the commit landed
+    and the record is still IN_PROGRESS under the claim. Names the element, never a value."""
+
+    def __init__(self, index: int, operation: str, table: str, quarantine: bool) -> None:
+        super().__init__(
+            f"staged write {index} ({operation} on table {table}) was refused by its condition"
+        )
+        self.index = index
+        self.quarantine = quarantine
+
+
+class CommitCanceled(Exception):
+    """DynamoDB canceled the commit for a reason other than a condition (a conflicting
+    transaction, throttling past the SDK's retries): nothing landed and the record is still
+    IN_PROGRESS under the claim."""
+
+    def __init__(self, codes: list[str]) -> None:
+        super().__init__("commit canceled: " + ", ".join(sorted(set(codes) - {"None"})))
+
+
+def client_request_token(owner: str, fence: int) -> str:
+    """The commit's idempotency token: one per claim, so an SDK retry of a commit that
+    landed is recognised by DynamoDB (for ten minutes; after that the record's condition
+    recognises it)."""
+    return hashlib.sha256(f"{owner}:{fence}".encode()).hexdigest()[:36]
+
+
 class RecordStore:
     """Conditional writes on the idempotency table, one item per business key."""
 
@@ -118,6 +168,10 @@ class RecordStore:
         self._table = table_name
         self._retention_s = retention_s
         self._clock = clock
+
+    @property
+    def table_name(self) -> str:
+        return self._table
 
     def claim(
         self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
@@ -155,16 +209,86 @@ class RecordStore:
             return Claimed(owner=me, fence=old.fence, takeover=takeover, previous=None)
         return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
 
-    def complete(self, record_id: str, claim: Claimed, result: str) -> bool:
-        """Mark the record COMPLETED with its result. False: the lease was lost."""
+    def complete(
+        self, record_id: str, claim: Claimed, result: str, effects: Effects | None = None
+    ) -> bool:
+        """Mark the record COMPLETED with its result, and commit what the attempt staged with
+        it: its writes in the same transaction, its outbox on the record. False: the lease
+        was lost (nothing of it landed). Raises ``WriteRefused`` or ``CommitCanceled`` when
+        the transaction applied nothing and the record is still the claim's."""
         now = self._clock()
-        values = {
+        values: dict[str, Any] = {
             ":completed": _s(c.STATUS_COMPLETED),
             ":result": _s(result),
             ":expires": _n(int(now) + self._retention_s),
             ":now_ms": _n(int(now * 1000)),
         }
-        return self._finalize(record_id, claim, _COMPLETE_UPDATE, values, c.STATUS_COMPLETED)
+        update = _COMPLETE_UPDATE
+        if effects is not None and effects.messages:
+            update = _COMPLETE_WITH_OUTBOX_UPDATE
+            values[":outbox"] = {"L": [_s(m.to_json()) for m in effects.messages]}
+        if effects is None or not effects.writes:
+            return self._finalize(record_id, claim, update, values, c.STATUS_COMPLETED)
+        return self._commit(record_id, claim, update, values, effects)
+
+    def _commit(
+        self,
+        record_id: str,
+        claim: Claimed,
+        update: str,
+        values: dict[str, Any],
+        effects: Effects,
+    ) -> bool:
+        """The staged writes and the record's completion in one TransactWriteItems, the
+        record last, its element under the finalize condition."""
+        values |= self._fenced(claim)
+        record = {
+            "TableName": self._table,
+            "Key": {c.ATTR_ID: _s(record_id)},
+            "UpdateExpression": update,
+            "ConditionExpression": self.finalize_condition,
+            "ExpressionAttributeNames": _names(update + " " + self.finalize_condition),
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        try:
+            self._client.transact_write_items(
+                TransactItems=[*effects.writes, {"Update": record}],
+                ClientRequestToken=client_request_token(claim.owner, claim.fence),
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            reasons = error.response.get("CancellationReasons") or []
+            codes = [reason.get("Code") or "None" for reason in reasons]
+            item = reasons[-1].get("Item") if reasons else None
+            old = Record.from_item(item) if item else None
+            verdict = judge_commit(codes, old, me=claim.owner, fence=claim.fence)
+            if verdict is Verdict.REFUSED:
+                index = codes.index(CONDITION_FAILED)
+                ((operation, body),) = effects.writes[index].items()
+                raise WriteRefused(
+                    index,
+                    operation,
+                    str(body["TableName"]),
+                    effects.refusals[index] == "quarantine",
+                ) from None
+            if verdict is Verdict.CANCELED:
+                raise CommitCanceled(codes) from None
+            return verdict is Verdict.MINE
+        return True
+
+    def clear_outbox(self, record_id: str, fence: int) -> bool:
+        """Every message of the record's outbox is sent: remove it, if the record is still
+        the COMPLETED one (``fence``) that stored it. False: nothing to clear (another
+        delivery cleared it, or the record has been claimed afresh)."""
+        values = {
+            ":fence": _n(fence),
+            ":completed": _s(c.STATUS_COMPLETED),
+            ":now_ms": _n(int(self._clock() * 1000)),
+        }
+        _, rejected = self._write(record_id, _CLEAR_UPDATE, _CLEAR_CONDITION, values)
+        return not rejected
 
     def fail(
         self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None
@@ -187,14 +311,10 @@ class RecordStore:
         record_id: str,
         claim: Claimed,
         update: str,
-        values: dict[str, dict[str, str]],
+        values: dict[str, Any],
         target_status: str,
     ) -> bool:
-        values |= {
-            ":me": _s(claim.owner),
-            ":fence": _n(claim.fence),
-            ":in_progress": _s(c.STATUS_IN_PROGRESS),
-        }
+        values |= self._fenced(claim)
         old, rejected = self._write(record_id, update, self.finalize_condition, values)
         if not rejected:
             return True
@@ -203,12 +323,21 @@ class RecordStore:
         )
         return verdict is Verdict.MINE
 
+    @staticmethod
+    def _fenced(claim: Claimed) -> dict[str, dict[str, str]]:
+        """The values of the finalize condition."""
+        return {
+            ":me": _s(claim.owner),
+            ":fence": _n(claim.fence),
+            ":in_progress": _s(c.STATUS_IN_PROGRESS),
+        }
+
     def _write(
         self,
         record_id: str,
         update: str,
         condition: str,
-        values: dict[str, dict[str, str]],
+        values: dict[str, Any],
         *,
         return_old_on_success: bool = False,
     ) -> tuple[Record | None, bool]:

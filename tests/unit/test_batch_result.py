@@ -133,5 +133,5 @@ def test_the_response_lists_exactly_the_records_neither_done_nor_in_the_dlq() ->
 
     assert failed_ids(response) == [r.message_id for r in every if not r.outcome.acknowledged]
     assert set(failed_ids(response)) == {
-        f"m-{o}" for o in ("busy", "failed", "lease_lost", "deadline", "skipped")
+        f"m-{o}" for o in ("busy", "failed", "lease_lost", "deadline", "skipped", "owed")
     }

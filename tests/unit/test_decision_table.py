@@ -121,13 +121,14 @@ def test_any_other_refused_complete_is_a_lost_lease(old: Record | None) -> None:
 
 def test_only_done_or_quarantined_records_are_acknowledged() -> None:
     # CONFLICT and LEASE_EXPIRED are outcomes only once their copy is in the DLQ (else the
-    # record is FAILED).
+    # record is FAILED); PROCESSED and OWED_SENT only once nothing of the outbox is owed.
     assert {o for o in Outcome if o.acknowledged} == {
         Outcome.PROCESSED,
         Outcome.DUPLICATE,
         Outcome.QUARANTINED,
         Outcome.CONFLICT,
         Outcome.LEASE_EXPIRED,
+        Outcome.OWED_SENT,
     }
 
 

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from once import constants as c
+from once.effects import Effects, OutboxMessage
 from once.models import Record
+from once.outbox import Outbox
 from once.quarantine import Quarantine
 from once.store import Claimed, RecordStore, Rejected
 
@@ -188,8 +190,17 @@ class CrashingStore(RecordStore):
             self._switch.check()  # killed while the claim was on the wire
         return claimed
 
-    def complete(self, record_id: str, claim: Claimed, result: str) -> bool:
-        return self._finalize_or_die(super().complete, record_id, claim, result)
+    def complete(
+        self, record_id: str, claim: Claimed, result: str, effects: Effects | None = None
+    ) -> bool:
+        write = functools.partial(super().complete, effects=effects)
+        return self._finalize_or_die(write, record_id, claim, result)
+
+    def clear_outbox(self, record_id: str, fence: int) -> bool:
+        with self._switch.call():
+            cleared = super().clear_outbox(record_id, fence)
+        self._switch.check()
+        return cleared
 
     def fail(
         self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None
@@ -219,6 +230,20 @@ class CrashingStore(RecordStore):
             written = write(record_id, claim, value)
         self._switch.reached(BEFORE_FINALIZE)
         return written
+
+
+class CrashingOutbox(Outbox):
+    """The real outbox, refusing to send for an invocation that is dead."""
+
+    def __init__(self, outbox: Outbox, *, switch: KillSwitch) -> None:
+        self._outbox = outbox
+        self._switch = switch
+
+    def send(self, source: str, messages: Sequence[OutboxMessage]) -> bool:
+        with self._switch.call():
+            sent = self._outbox.send(source, messages)
+        self._switch.check()
+        return sent
 
 
 class CrashingQuarantine(Quarantine):

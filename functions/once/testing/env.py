@@ -30,9 +30,11 @@ from botocore.exceptions import ClientError
 from once import constants as c
 from once.handler import Handler
 from once.models import BatchResult, Outcome, Record, RecordResult, record_id
+from once.outbox import Outbox
 from once.store import RecordStore
 from once.testing.crash import (
     TIMEOUT,
+    CrashingOutbox,
     CrashingQuarantine,
     CrashingStore,
     InvocationKilled,
@@ -187,6 +189,8 @@ class OnceEnv:
         self.dlq_url = ""
         self.dynamodb: Any = None
         self.sqs: Any = None
+        #: moto's SNS, built at the first outbox message to a topic.
+        self.sns: Any = None
         self._saved_env: dict[str, str | None] = {}
         self._mock: Any = None
         self._queues: dict[str, SourceQueue] = {}
@@ -426,10 +430,19 @@ class OnceEnv:
                 self.dynamodb, table, retention_s=retention_s, clock=self.clock, switch=switch
             ),
             quarantine=CrashingQuarantine(self.sqs, dlq_url, switch=switch),
+            outbox=CrashingOutbox(Outbox(self._client_for), switch=switch),
         )
         binding = _Binding(handler, switch, table, prefix, dlq_url)
         self._bindings[id(handler)] = binding
         return binding
+
+    def _client_for(self, service: str) -> Any:
+        """The outbox's clients: the kit's own, on moto."""
+        if service == "sns":
+            if self.sns is None:
+                self.sns = _session(os.environ["AWS_DEFAULT_REGION"]).client("sns")
+            return self.sns
+        return self.sqs
 
     # --- time and state --------------------------------------------------------------------
 
