@@ -37,6 +37,7 @@ from rich.live import Live
 from rich.table import Table
 
 from once import constants as c
+from once.models import Record
 from oncecli.aws import (
     LOCAL_ACCESS_KEY_ID,
     LOCAL_REGION,
@@ -310,6 +311,9 @@ OUTCOME_METRICS = (
     c.METRIC_DEADLINE,
     c.METRIC_TAKEOVER,
     c.METRIC_INTERNAL_ERROR,
+    c.METRIC_OWED,
+    c.METRIC_OWED_SENT,
+    c.METRIC_WRITE_REFUSED,
 )
 #: How far back ``status`` sums the outcome counts.
 METRICS_WINDOW_S = 24 * 3600
@@ -451,6 +455,15 @@ def inspect(args: argparse.Namespace, console: Console) -> int:
     ):
         if value(name) is not None:
             table.add_row(label, value(name))
+    owed = Record.from_item(item).outbox
+    if owed:
+        # Where they go, never what they say: bodies are payload values.
+        destinations = sorted({m.destination for m in owed})
+        table.add_row(
+            "owed",
+            f"{_messages(len(owed))} not yet sent, to {', '.join(destinations)}: "
+            "the next delivery of this key sends them",
+        )
     console.print(table)
     return 0
 

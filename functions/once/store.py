@@ -131,9 +131,9 @@ class WriteRefused(Exception):
 
 
 class CommitCanceled(Exception):
-    """DynamoDB canceled the commit for a reason other than a condition (a conflicting
-    transaction, throttling past the SDK's retries): nothing landed and the record is still
-    IN_PROGRESS under the claim."""
+    """DynamoDB canceled or refused the commit for a reason other than a condition (a
+    conflicting transaction, throttling past the SDK's retries, a request it does not
+    accept): nothing landed and the record is still IN_PROGRESS under the claim."""
 
     def __init__(self, codes: list[str]) -> None:
         super().__init__("commit canceled: " + ", ".join(sorted(set(codes) - {"None"})))
@@ -257,7 +257,12 @@ class RecordStore:
                 ClientRequestToken=client_request_token(claim.owner, claim.fence),
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+            code = error.response.get("Error", {}).get("Code")
+            if code == "ValidationException":
+                # Refused before anything was applied (two Puts on one item, an item over
+                # its size, a malformed element): the record is still the claim's.
+                raise CommitCanceled([code]) from None
+            if code != "TransactionCanceledException":
                 raise
             reasons = error.response.get("CancellationReasons") or []
             codes = [reason.get("Code") or "None" for reason in reasons]
