@@ -25,6 +25,12 @@ The three points, and the record each one leaves (DynamoDB's state, nothing simu
   never returned its batch response. Nothing is acknowledged, so SQS redelivers a message
   whose record is already finished: the redelivery is a ``duplicate``, business code not run.
 
+With effects staged (``attempt.write``, ``attempt.send``), the finalize is the commit:
+``after_process`` dies before it, so none of the staged writes or messages exist and the
+takeover runs on a clean slate; ``before_finalize`` dies once it landed, so the writes are
+in and the messages are owed (none sent): the redelivery is ``owed_sent``, business code not
+run.
+
 An invocation also dies at its deadline (``TIMEOUT``), whatever its crash point: once the
 kit's clock passes the function timeout, the store and the quarantine refuse every call, as
 nothing of a Lambda invocation runs after its timeout. Business code that ran past the
