@@ -55,6 +55,7 @@ synth: setup
 # After synth: the page reports the size of the Lambda asset that synth bundles.
 bench: synth java
 	$(PY) -m oncecli.bench
+	$(PY) -m oncecli.bench.commit
 	$(PY) -m oncecli.bench.retry --plot docs/perf_retry.png
 	$(PY) -m oncecli.bench.deliver
 

@@ -17,10 +17,11 @@ from constructs import Construct
 
 from once import constants as c
 
-#: payments/ledger.py: one TransactWriteItems with a conditional Put (the entry) and an
-#: Update (the balance). IAM authorizes a transaction by its per-item actions; GetItem reads
-#: the entry that refused the put, and the balance.
-LEDGER_TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+#: payments/ledger.py's elements, which once commits in its TransactWriteItems: a
+#: conditional Put (the entry) and an Update (the balance). IAM authorizes a transaction by
+#: its per-item actions. The function never reads the ledger (no GetItem), and never
+#: deletes from it.
+LEDGER_TABLE_ACTIONS: Final = ("dynamodb:PutItem", "dynamodb:UpdateItem")
 
 
 def ledger_table(scope: Construct, construct_id: str, *, retain_data: bool) -> dynamodb.Table:
@@ -41,7 +42,7 @@ def ledger_table(scope: Construct, construct_id: str, *, retain_data: bool) -> d
 
 
 def grant_ledger(table: dynamodb.ITable, function: lambda_.IFunction) -> None:
-    """Exactly the actions the ledger's transaction needs, on this table only."""
+    """Exactly the actions the ledger's writes need, on this table only."""
     function.add_to_role_policy(
         iam.PolicyStatement(actions=list(LEDGER_TABLE_ACTIONS), resources=[table.table_arn])
     )

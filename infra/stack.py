@@ -1,5 +1,6 @@
 """The one stack, ``Once-<stage>``: an ``OnceConsumer`` running the payments handler, the
-ledger table it credits, and the grant between them.
+ledger table it credits, the notifications queue it announces credits on (through once's
+outbox), and the grants between them.
 
 The outputs' keys (``QueueUrl``, ``DlqUrl``, ...) are read by the CLI and the docs: they
 are fixed names, not generated ones.
@@ -13,16 +14,17 @@ from aws_cdk import CfnOutput, DefaultStackSynthesizer, Stack, Tags
 from constructs import Construct
 
 from infra.ledger import grant_ledger, ledger_table
+from infra.notifications import Notifications
 from infra.stages import StageSettings
 from once_cdk import OnceConsumer, add_cli_outputs
 from once_cdk.outputs import OUTPUT_KEYS as CONSUMER_OUTPUT_KEYS
-from payments import ENV_LEDGER_TABLE_NAME
+from payments import ENV_LEDGER_TABLE_NAME, ENV_NOTIFICATIONS_QUEUE_URL
 
 #: The example's code folder: ``payments/`` at its root (``once/`` beside it is the runtime
 #: itself, which the construct ships from the installed package).
 CODE_DIR = Path(__file__).resolve().parent.parent / "functions"
 HANDLER = "payments.handler.lambda_handler"
-OUTPUT_KEYS = (*CONSUMER_OUTPUT_KEYS, "LedgerTableName")
+OUTPUT_KEYS = (*CONSUMER_OUTPUT_KEYS, "LedgerTableName", "NotificationsQueueUrl")
 #: The logical ids the stateful resources had when the stack was first deployed, before it
 #: was built from OnceConsumer. Kept, so that a deployed stack updates in place: a new
 #: idempotency table would forget every record (and duplicates would run again), new queues
@@ -36,7 +38,7 @@ KEPT_LOGICAL_IDS = {
 
 
 class OnceStack(Stack):
-    """The payments consumer and its ledger for one stage."""
+    """The payments consumer, its ledger and its notifications queue for one stage."""
 
     def __init__(self, scope: Construct, *, settings: StageSettings) -> None:
         super().__init__(
@@ -59,18 +61,25 @@ class OnceStack(Stack):
         self.ledger = ledger_table(
             Construct(self, "Tables"), "Ledger", retain_data=settings.retain_data
         )
+        self.notifications = Notifications(self, "Notifications")
         self.consumer = OnceConsumer(
             self,
             "Payments",
             code_dir=CODE_DIR,
             handler=HANDLER,
-            environment={ENV_LEDGER_TABLE_NAME: self.ledger.table_name},
+            environment={
+                ENV_LEDGER_TABLE_NAME: self.ledger.table_name,
+                ENV_NOTIFICATIONS_QUEUE_URL: self.notifications.queue.queue_url,
+            },
             **settings.consumer_arguments(),
         )
         grant_ledger(self.ledger, self.consumer.function)
+        self.notifications.grant_send(self.consumer.function)
         for attribute, kept in KEPT_LOGICAL_IDS.items():
             resource = getattr(self.consumer, attribute).node.default_child
             self.rename_logical_id(self.resolve(self.get_logical_id(resource)), kept)
 
         add_cli_outputs(self.consumer)
         CfnOutput(self, "LedgerTableName", value=self.ledger.table_name)
+        # What `once demo` reads back: each credited payment announced once.
+        CfnOutput(self, "NotificationsQueueUrl", value=self.notifications.queue.queue_url)

@@ -171,8 +171,14 @@ def subsegment(name: str) -> AbstractContextManager[Any]:
     return _recorder.in_subsegment(name)
 
 
+#: Counted beside a record's outcome.
+_BESIDE = {c.METRIC_TAKEOVER, c.METRIC_INTERNAL_ERROR, c.METRIC_WRITE_REFUSED}
+
+
 def publish(handled: Iterable[RecordResult]) -> None:
-    """Count each record's outcome (and ``Takeover`` and ``InternalError`` beside it) and
+    """Count each record's outcome (and ``Takeover``, ``InternalError`` and ``WriteRefused``
+    beside it: the last for each message whose operation's commit a staged write's condition
+    refused, a copy that followed it in the batch included) and
     flush one EMF blob for the batch. A batch that handled no record has nothing to count:
     no blob (Powertools would warn of it). The blob's metrics, dimensions and metadata are
     this batch's only: the provider and its sets are new for each batch, never Powertools'
@@ -182,6 +188,7 @@ def publish(handled: Iterable[RecordResult]) -> None:
         counts[METRIC_NAMES[record.outcome]] += 1
         counts[c.METRIC_TAKEOVER] += int(record.takeover)
         counts[c.METRIC_INTERNAL_ERROR] += int(record.internal_error)
+        counts[c.METRIC_WRITE_REFUSED] += int(record.reason == c.REASON_WRITE_REFUSED)
     if not counts:
         return
     metrics = AmazonCloudWatchEMFProvider(
@@ -192,7 +199,7 @@ def publish(handled: Iterable[RecordResult]) -> None:
         namespace=_names.namespace,
         service=_names.service,
     )
-    for name in set(METRIC_NAMES.values()) | {c.METRIC_TAKEOVER, c.METRIC_INTERNAL_ERROR}:
+    for name in set(METRIC_NAMES.values()) | _BESIDE:
         if counts[name]:
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=counts[name])
     metrics.flush_metrics(raise_on_empty_metrics=False)

@@ -2,6 +2,11 @@
 
 A message is ``{"paymentId": str, "account": str, "amount": int}`` with the amount in
 integer cents, above zero. Anything else is a ``PermanentError``: retrying cannot fix it.
+
+``credit`` writes nothing itself: it stages the ledger's two writes (``payments.ledger``) and
+the notification, and once commits the writes with the payment's record in one transaction,
+then sends the notification. A crash, a takeover or a zombie therefore never finds half a
+credit: the ledger holds the payment exactly when its record is COMPLETED.
 """
 
 from __future__ import annotations
@@ -9,32 +14,26 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import boto3
-
 from once import Attempt, PermanentError, make_handler
 from once import constants as c
-from payments import ENV_LEDGER_TABLE_NAME, SERVICE_NAME
-from payments.ledger import Ledger
+from payments import (
+    ENV_LEDGER_TABLE_NAME,
+    ENV_NOTIFICATIONS_QUEUE_URL,
+    SERVICE_NAME,
+    STATUS_CREDITED,
+    ledger,
+)
 
-_ledger: Ledger | None = None
 
-
-def _get_ledger() -> Ledger:
-    """One client per process, created at the first payment."""
-    global _ledger
-    if _ledger is None:
-        table = os.environ.get(ENV_LEDGER_TABLE_NAME)
-        if not table:
-            raise RuntimeError(
-                f"{ENV_LEDGER_TABLE_NAME} is not set: the ledger table "
-                "name is needed to apply payments"
-            )
-        _ledger = Ledger(boto3.client("dynamodb"), table)
-    return _ledger
+def _setting(name: str, what: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(f"{name} is not set: {what} is needed to apply payments")
+    return value
 
 
 def credit(body: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
-    """Credit the payment to its account, once, fenced downstream by the payment entry."""
+    """Credit the payment to its account and announce it, committed once by once."""
     payment_id, account, amount = (body.get(k) for k in ("paymentId", "account", "amount"))
     if not isinstance(payment_id, str) or not payment_id:
         raise PermanentError("paymentId must be a non-empty string")
@@ -42,9 +41,22 @@ def credit(body: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
         raise PermanentError("account must be a non-empty string")
     if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
         raise PermanentError("amount must be an integer number of cents above zero")
-    return _get_ledger().credit(
-        payment_id, account, amount, fence=attempt.fence, message_id=attempt.message_id
+    table = _setting(ENV_LEDGER_TABLE_NAME, "the ledger table name")
+    notifications = _setting(ENV_NOTIFICATIONS_QUEUE_URL, "the notifications queue URL")
+
+    # The entry exists only if something outside this record wrote it: a duplicate past the
+    # record's retention, or an id reused for another payment. Retrying cannot change that
+    # (entries are never deleted), and acknowledging could lose a payment: a person decides.
+    attempt.write(
+        ledger.entry(table, payment_id, account, amount, fence=attempt.fence),
+        refused="quarantine",
     )
+    attempt.write(ledger.add_to_balance(table, account, amount))
+    attempt.send(
+        notifications,
+        {"paymentId": payment_id, "account": account, "amount": amount, "status": STATUS_CREDITED},
+    )
+    return {"paymentId": payment_id, "account": account, "amount": amount, "fence": attempt.fence}
 
 
 lambda_handler = make_handler(

@@ -8,7 +8,9 @@ measured by the very same code:
   table, added identically for every consumer;
 - ``calls``: requests on the wire per operation (SDK retries count, as AWS bills them);
 - ``capacity``: with ``capacity=True`` each item call asks for ``ReturnConsumedCapacity=
-  TOTAL`` (``once`` does not ask for it itself) and the units that come back are summed.
+  TOTAL`` (``once`` does not ask for it itself) and the units that come back are summed;
+- ``also_count("sqs")``: another service's requests are counted too, in ``other_calls``
+  (``"sqs.SendMessage"``), and wait the same ``latency_ms`` before they leave.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Wire:
         self.calls: Counter[str] = Counter()
         self.capacity: Counter[str] = Counter()
         self.capacity_missing: Counter[str] = Counter()
+        self.other_calls: Counter[str] = Counter()
         events = self.session.events
         events.register("before-parameter-build.dynamodb", self._ask_capacity)
         events.register("before-send.dynamodb", self._on_send)
@@ -64,8 +67,13 @@ class Wire:
         """A DynamoDB client that goes through these hooks."""
         return self.session.client("dynamodb", **kwargs)
 
+    def also_count(self, service: str) -> None:
+        """Count ``service``'s requests in ``other_calls`` and delay them as DynamoDB's."""
+        self.session.events.register(f"before-send.{service}", self._on_other_send)
+
     def reset(self) -> None:
         with self._lock:
+            self.other_calls.clear()
             self.calls.clear()
             self.capacity.clear()
             self.capacity_missing.clear()
@@ -81,6 +89,14 @@ class Wire:
     def _on_send(self, request: Any, **_: Any) -> None:
         with self._lock:
             self.calls[_operation(request)] += 1
+        if self.latency_ms:
+            time.sleep(self.latency_ms / 1000)
+
+    def _on_other_send(self, request: Any, event_name: str, **_: Any) -> None:
+        # before-send.<service>.<Operation>: the name holds both, whatever the protocol.
+        _, service, operation = event_name.split(".", 2)
+        with self._lock:
+            self.other_calls[f"{service}.{operation}"] += 1
         if self.latency_ms:
             time.sleep(self.latency_ms / 1000)
 

@@ -48,22 +48,37 @@ RESULT_SIZES = (64, 10 * 1024, c.RESULT_CAP_BYTES - 64, 100 * 1024)
 
 
 def item_size(item: dict[str, Any]) -> int:
-    """DynamoDB's item size: attribute names plus values (UTF-8 strings, numbers about
-    one byte per two significant digits plus one)."""
-    size = 0
-    for name, value in item.items():
-        size += len(name.encode())
-        ((kind, raw),) = value.items()
-        if kind == "S":
-            size += len(raw.encode())
-        elif kind == "N":
-            digits = str(Decimal(raw).normalize()).lstrip("-").replace(".", "").lstrip("0")
-            size += math.ceil(len(digits or "0") / 2) + 1
-        elif kind == "B":
-            size += len(raw)
-        else:
-            size += 1
-    return size
+    """DynamoDB's item size: attribute names plus values (see ``value_size``)."""
+    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+
+
+def _number_size(raw: str) -> int:
+    digits = str(Decimal(raw).normalize()).lstrip("-").replace(".", "").lstrip("0")
+    return math.ceil(len(digits or "0") / 2) + 1
+
+
+def value_size(value: dict[str, Any]) -> int:
+    """One attribute value's size by DynamoDB's rules: UTF-8 strings, binary as is, numbers
+    about one byte per two significant digits plus one, sets the sum of their elements, a
+    list or a map 3 bytes plus 1 per element (and a map its keys), a boolean or null 1."""
+    ((kind, raw),) = value.items()
+    if kind == "S":
+        return len(raw.encode())
+    if kind == "N":
+        return _number_size(raw)
+    if kind == "B":
+        return len(raw)
+    if kind == "SS":
+        return sum(len(v.encode()) for v in raw)
+    if kind == "NS":
+        return sum(_number_size(v) for v in raw)
+    if kind == "BS":
+        return sum(len(v) for v in raw)
+    if kind == "L":
+        return 3 + sum(1 + value_size(v) for v in raw)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + value_size(v) for k, v in raw.items())
+    return 1
 
 
 def rejected_units(item: dict[str, Any] | None) -> float:

@@ -5,7 +5,11 @@ get wrong, so it trusts only the stored state. A message is *done* when the mapp
 it and the record of its key is COMPLETED; it is *in the DLQ* when the DLQ holds it (under
 its own id, or under ``once.original_message_id`` for a quarantined copy); anything else
 is *lost*. The ledger is right when every account's balance is the sum of its distinct
-valid payments and every payment entry is one of those payments.
+valid payments and every payment entry is one of those payments. The notifications are right
+when the notifications queue holds, for each of those payments and nothing else, its one
+outbox identity (``once.source`` its record id, ``once.seq`` 0) with the credit it announces:
+copies of one identity (a send repeated after a crash before its outbox was cleared) are
+counted apart, as a downstream consumer keyed on the identity sees them: duplicates.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from rich.table import Table
 
 from once import constants as c
 from oncecli.aws import queue_depth, record_id, scan
+from oncecli.demo import example
 from oncecli.demo.workload import Message, Workload
 from oncecli.ledger import read_ledger
 
@@ -77,6 +82,7 @@ def check(
     the order they were sent (None on a standard queue, which promises no order)."""
     records = {item[c.ATTR_ID]["S"]: item for item in scan(ddb, outputs["IdempotencyTableName"])}
     ledger = read_ledger(ddb, outputs["LedgerTableName"])
+    notified = read_notifications(sqs, outputs["NotificationsQueueUrl"])
     entries, balances = ledger.entries, ledger.balances
     dlq = [dlq_origin(m) for m in read_queue(sqs, outputs["DlqUrl"])]
     in_dlq = {original for original, _ in dlq}
@@ -122,7 +128,48 @@ def check(
         "source_queue_left": queue_depth(sqs, outputs["QueueUrl"]).total,
         "accounts": len(balances),
         "order_ok": out_of_order(workload, sent, records, prefix) == 0 if fifo else None,
+        "notifications": sum(len(bodies) for bodies in notified.values()),
+        "notifications_resent": sum(len(bodies) - 1 for bodies in notified.values()),
+        "notifications_ok": notified_once(workload, notified, prefix),
     }
+
+
+def read_notifications(sqs: Any, url: str) -> dict[tuple[str, int], list[Any]]:
+    """(once.source, once.seq) -> the bodies of every message of the notifications queue
+    with that outbox identity (("", -1) for a message without one)."""
+    found: dict[tuple[str, int], list[Any]] = {}
+    for message in read_queue(sqs, url):
+        attributes = message.get("MessageAttributes") or {}
+        source = attributes.get(c.OUTBOX_ATTR_SOURCE, {}).get("StringValue", "")
+        seq = int(attributes.get(c.OUTBOX_ATTR_SEQ, {}).get("StringValue", -1))
+        try:
+            body = json.loads(message["Body"])
+        except ValueError:
+            body = message["Body"]
+        found.setdefault((source, seq), []).append(body)
+    return found
+
+
+def notified_once(
+    workload: Workload, notified: dict[tuple[str, int], list[Any]], prefix: str
+) -> bool:
+    """Each valid payment announced under its own identity, with its own credit, and no
+    other identity in the queue."""
+    example.require()
+    from payments import STATUS_CREDITED
+
+    expected = {
+        (record_id(prefix, pid), 0): {
+            "paymentId": pid,
+            "account": account,
+            "amount": amount,
+            "status": STATUS_CREDITED,
+        }
+        for pid, (account, amount) in workload.payments.items()
+    }
+    return set(notified) == set(expected) and all(
+        body == expected[identity] for identity, bodies in notified.items() for body in bodies
+    )
 
 
 def out_of_order(
@@ -150,7 +197,12 @@ def out_of_order(
 
 def render(report: dict[str, Any], console: Console) -> None:
     """The report table the demo prints."""
-    ok = report["lost"] == 0 and report["ledger_ok"] and report.get("order_ok") is not False
+    ok = (
+        report["lost"] == 0
+        and report["ledger_ok"]
+        and report.get("notifications_ok") is not False
+        and report.get("order_ok") is not False
+    )
     table = Table(
         title="once demo: " + ("every message took effect once" if ok else "SOMETHING WENT WRONG"),
         title_justify="left",
@@ -183,6 +235,12 @@ def render(report: dict[str, Any], console: Console) -> None:
             "ledger_ok",
             (good if report["ledger_ok"] else bad) + str(report["ledger_ok"]).lower(),
             f"{report['accounts']} balances = sums of distinct valid payments",
+        ),
+        (
+            "notifications_ok",
+            (good if report["notifications_ok"] else bad) + str(report["notifications_ok"]).lower(),
+            f"{report['notifications']} notifications: each credited payment announced under "
+            f"its own outbox identity ({report['notifications_resent']} resent copies)",
         ),
         (
             "records",

@@ -1,7 +1,8 @@
 """cdk-nag (AwsSolutions and Serverless packs) and cfn-lint on every variant of the example.
 
-The example adds the ledger and its grant to an OnceConsumer: it must add no finding, so the
-acknowledgments are exactly the construct's own.
+The example adds the ledger, the notifications queue and their grants to an OnceConsumer:
+it must add no finding, so the acknowledgments are exactly the construct's own and the one
+every DLQ takes (the notifications DLQ has no DLQ of its own).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ EMAIL_ACKNOWLEDGMENT = (
     "Payments/Monitoring/AlarmTopic/oncall@example.com/Resource",
 )
 
+#: The example's own: its notifications DLQ is the end of the line, like the consumer's.
+EXAMPLE_ACKNOWLEDGMENTS = {("Serverless-SQSRedrivePolicy", "Notifications/Dlq/Resource")}
+
 
 def test_cdk_nag_reports_no_unacknowledged_finding(synth):
     report = synth.validation_report()
@@ -28,8 +32,8 @@ def test_cdk_nag_reports_no_unacknowledged_finding(synth):
         assert plugin["conclusion"] == "success"
 
 
-def test_the_only_acknowledged_findings_are_the_constructs_own(synth):
-    expected = synth.construct_acknowledgments()
+def test_the_only_acknowledged_findings_are_the_constructs_and_the_notification_dlqs(synth):
+    expected = synth.construct_acknowledgments() | EXAMPLE_ACKNOWLEDGMENTS
     if synth.stack.settings.alarm_email:
         expected.add(EMAIL_ACKNOWLEDGMENT)
     assert synth.acknowledged_findings() == expected

@@ -1,9 +1,11 @@
 """The example service under crashes, tested as a team would test its own handler: with
-once.testing's ``once_env``, the ledger table created in the same moto mock.
+once.testing's ``once_env``, the ledger table and the notifications queue created in the
+same moto mock.
 
-A crash after the credit leaves the record in progress with the money already on the
-account; the takeover runs ``credit`` again under the next fence, and the ledger's own
-conditional write (the payment entry) is what keeps the balance from moving twice.
+``credit`` stages the ledger's writes and the notification; once commits the writes with the
+record in one transaction and sends the notification after it. So a crash before the commit
+leaves nothing behind (the takeover credits on a clean slate), and a crash after it leaves
+the payment credited with its notification owed, which the redelivery sends.
 """
 
 from __future__ import annotations
@@ -15,39 +17,73 @@ import pytest
 
 import payments.handler
 from once import constants as c
-from payments.ledger import Ledger
+from payments import ENV_NOTIFICATIONS_QUEUE_URL, STATUS_CREDITED
+from payments.ledger import ACCOUNT_PREFIX, ENTRY_PREFIX
 from tests.conftest import LEDGER
 
 ACCOUNT = "acct-Zanzibar-7781"
 AMOUNT = 123_457
 PAYMENT = {"paymentId": "p-1", "account": ACCOUNT, "amount": AMOUNT}
+NOTICE = {**PAYMENT, "status": STATUS_CREDITED}
+
+
+class Example:
+    """The service's own resources in once_env's mock: the ledger and the notifications."""
+
+    def __init__(self, once_env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.env = once_env
+        once_env.dynamodb.create_table(
+            TableName=LEDGER,
+            BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": c.PARTITION_KEY, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": c.PARTITION_KEY, "AttributeType": "S"}],
+        )
+        self.notifications = once_env.sqs.create_queue(QueueName="notifications")["QueueUrl"]
+        monkeypatch.setenv(ENV_NOTIFICATIONS_QUEUE_URL, self.notifications)
+        self._seen: list[tuple[dict[str, Any], str, int]] = []
+
+    def balance(self) -> int:
+        item = self.env.dynamodb.get_item(
+            TableName=LEDGER, Key={c.PARTITION_KEY: {"S": ACCOUNT_PREFIX + ACCOUNT}}
+        ).get("Item")
+        return int(item["balance"]["N"]) if item else 0
+
+    def entries(self) -> int:
+        items = self.env.dynamodb.scan(TableName=LEDGER)["Items"]
+        return sum(item[c.PARTITION_KEY]["S"].startswith(ENTRY_PREFIX) for item in items)
+
+    def notified(self) -> list[tuple[dict[str, Any], str, int]]:
+        """(body, once.source, once.seq) of every notification sent so far."""
+        while True:
+            batch = self.env.sqs.receive_message(
+                QueueUrl=self.notifications, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+            ).get("Messages", [])
+            if not batch:
+                return list(self._seen)
+            for message in batch:
+                attributes = message["MessageAttributes"]
+                self._seen.append(
+                    (
+                        json.loads(message["Body"]),
+                        attributes[c.OUTBOX_ATTR_SOURCE]["StringValue"],
+                        int(attributes[c.OUTBOX_ATTR_SEQ]["StringValue"]),
+                    )
+                )
 
 
 @pytest.fixture
-def ledger(once_env: Any, monkeypatch: pytest.MonkeyPatch) -> Ledger:
-    """The ledger table in once_env's mock; the service makes its client anew inside it."""
-    once_env.dynamodb.create_table(
-        TableName=LEDGER,
-        BillingMode="PAY_PER_REQUEST",
-        KeySchema=[{"AttributeName": c.PARTITION_KEY, "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": c.PARTITION_KEY, "AttributeType": "S"}],
-    )
-    monkeypatch.setattr(payments.handler, "_ledger", None)
-    return Ledger(once_env.dynamodb, LEDGER)
+def example(once_env: Any, monkeypatch: pytest.MonkeyPatch) -> Example:
+    return Example(once_env, monkeypatch)
 
 
-def entries(once_env: Any) -> int:
-    items = once_env.dynamodb.scan(TableName=LEDGER)["Items"]
-    return sum(item[c.PARTITION_KEY]["S"].startswith("payment#") for item in items)
-
-
-def test_a_payment_is_credited_once_across_a_crash_after_the_credit_and_a_takeover(
-    once_env, ledger
+def test_a_crash_before_the_commit_leaves_nothing_and_the_takeover_credits_and_notifies_once(
+    once_env, example
 ) -> None:
     handler = payments.handler.lambda_handler
 
     crashed = once_env.deliver(handler, [PAYMENT], crash="after_process")
-    assert ledger.balance(ACCOUNT) == AMOUNT  # the credit happened, the record is unfinished
+    # credit returned, the invocation died before the commit: nothing of it landed.
+    assert (example.balance(), example.entries(), example.notified()) == (0, 0, [])
     stuck = once_env.record("p-1")
     assert stuck is not None
     assert (stuck.status, stuck.fence) == (c.STATUS_IN_PROGRESS, 1)
@@ -59,38 +95,61 @@ def test_a_payment_is_credited_once_across_a_crash_after_the_credit_and_a_takeov
     assert retried.outcomes == ["processed"]
     assert retried.message_ids == crashed.message_ids  # SQS's redelivery of the same message
     assert retried.receive_counts == [3]
-    assert ledger.balance(ACCOUNT) == AMOUNT
-    assert entries(once_env) == 1
+    assert (example.balance(), example.entries()) == (AMOUNT, 1)
     record = once_env.record("p-1")
     assert record is not None
-    assert (record.status, record.fence) == (c.STATUS_COMPLETED, 2)
-    result = json.loads(record.result or "")
-    assert (result["applied"], result["fence"]) == ("earlier", 1)  # the first attempt's entry
+    assert (record.status, record.fence, record.outbox) == (c.STATUS_COMPLETED, 2, ())
+    assert json.loads(record.result or "")["fence"] == 2  # the takeover's own credit
     assert once_env.deliver(handler, [PAYMENT]).outcomes == ["duplicate"]
-    assert ledger.balance(ACCOUNT) == AMOUNT
+    assert example.balance() == AMOUNT
+    assert example.notified() == [(NOTICE, "payments#p-1", 0)]
+
+
+def test_a_crash_after_the_commit_leaves_the_credit_and_the_redelivery_sends_what_is_owed(
+    once_env, example
+) -> None:
+    handler = payments.handler.lambda_handler
+
+    once_env.deliver(handler, [PAYMENT], crash="before_finalize")
+    # The commit landed (credit and record together), the invocation died before sending.
+    assert (example.balance(), example.entries(), example.notified()) == (AMOUNT, 1, [])
+    record = once_env.record("p-1")
+    assert record is not None
+    assert (record.status, record.fence, len(record.outbox)) == (c.STATUS_COMPLETED, 1, 1)
+
+    # No lease to wait for: the redelivery finds the record COMPLETED, runs no credit, sends.
+    assert once_env.deliver(handler, [PAYMENT]).outcomes == ["owed_sent"]
+    assert once_env.deliver(handler, [PAYMENT]).outcomes == ["duplicate"]
+
+    assert (example.balance(), example.entries()) == (AMOUNT, 1)
+    record = once_env.record("p-1")
+    assert record is not None
+    assert (record.status, record.fence, record.outbox) == (c.STATUS_COMPLETED, 1, ())
+    assert example.notified() == [(NOTICE, "payments#p-1", 0)]
 
 
 @pytest.mark.parametrize(
     ("crash", "credited_by_the_dead_invocation", "redelivered"),
     [
         ("after_claim", 0, ["busy"]),
-        ("after_process", AMOUNT, ["busy"]),
-        ("before_finalize", AMOUNT, ["duplicate"]),
+        ("after_process", 0, ["busy"]),
+        ("before_finalize", AMOUNT, ["owed_sent"]),
     ],
 )
-def test_every_crash_point_ends_with_the_payment_credited_once(
-    once_env, ledger, crash: str, credited_by_the_dead_invocation: int, redelivered: list[str]
+def test_every_crash_point_ends_with_the_payment_credited_and_announced_once(
+    once_env, example, crash: str, credited_by_the_dead_invocation: int, redelivered: list[str]
 ) -> None:
     handler = payments.handler.lambda_handler
 
     once_env.deliver(handler, [PAYMENT, PAYMENT], crash=crash)  # a duplicate in the batch too
-    assert ledger.balance(ACCOUNT) == credited_by_the_dead_invocation
+    assert example.balance() == credited_by_the_dead_invocation
+    assert example.notified() == []  # never before the commit, and the sender died with it
     assert once_env.deliver(handler, [PAYMENT]).outcomes == redelivered
     once_env.expire_leases()
     once_env.deliver(handler, [PAYMENT, PAYMENT])
 
-    assert ledger.balance(ACCOUNT) == AMOUNT
-    assert entries(once_env) == 1
+    assert (example.balance(), example.entries()) == (AMOUNT, 1)
     record = once_env.record("p-1")
     assert record is not None
-    assert record.status == c.STATUS_COMPLETED
+    assert (record.status, record.outbox) == (c.STATUS_COMPLETED, ())
+    assert example.notified() == [(NOTICE, "payments#p-1", 0)]

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from oncecli.demo.verdict import out_of_order
+from oncecli.demo.verdict import notified_once, out_of_order
 from oncecli.demo.workload import Message, Workload
 from oncecli.project import ROOT
 from tests.localcloud.helpers import CONTEXT
@@ -48,6 +48,8 @@ def check(report: dict) -> None:
     assert report["lost"] == 0
     assert report["ledger_ok"] is True
     assert report["executions"] == report["unique_keys"]
+    assert report["notifications_ok"] is True  # each credited payment announced, by identity
+    assert report["notifications"] - report["notifications_resent"] == report["unique_keys"]
     assert report["dlq"] >= 3  # malformed, mismatch, poison at least
     assert report["dlq_reasons"].get("maxReceiveCount exceeded", 0) >= 1  # the poison
     assert report["acknowledged"] + report["dlq_reasons"]["maxReceiveCount exceeded"] == 40
@@ -84,3 +86,20 @@ def test_a_payment_completed_before_one_sent_ahead_of_it_is_out_of_order():
 
     assert out_of_order(plan, sent, records(p1=10, p2=20, q=5), "payments") == 0
     assert out_of_order(plan, sent, records(p1=20, p2=10, q=30), "payments") == 1
+
+
+def test_notifications_are_right_when_each_payment_has_its_one_identity_and_its_credit():
+    plan = Workload(groups=[], late=[], payments={"p1": ("a", 1), "p2": ("b", 2)})
+
+    def body(pid: str, account: str, amount: int) -> dict:
+        return {"paymentId": pid, "account": account, "amount": amount, "status": "credited"}
+
+    one = {("payments#p1", 0): [body("p1", "a", 1)], ("payments#p2", 0): [body("p2", "b", 2)]}
+    assert notified_once(plan, one, "payments")
+    resent = {**one, ("payments#p1", 0): [body("p1", "a", 1)] * 2}
+    assert notified_once(plan, resent, "payments")  # a resend keeps its identity
+    assert not notified_once(plan, {("payments#p1", 0): one[("payments#p1", 0)]}, "payments")
+    wrong = {**one, ("payments#p2", 0): [body("p2", "b", 3)]}
+    assert not notified_once(plan, wrong, "payments")
+    stray = {**one, ("", -1): ["not from the outbox"]}
+    assert not notified_once(plan, stray, "payments")

@@ -4,6 +4,11 @@ A message is ``{"orderId": str, "customerId": str, "items": [{"sku": str, "quant
 The order is shipped once: once deduplicates deliveries by ``orderId``, and the order id
 goes to the carrier as the idempotency key (``attempt.key``), so that even a crash between
 the shipment and once's record ships nothing twice.
+
+The carrier is an HTTP API, outside DynamoDB: once cannot commit a shipment with its record
+(``attempt.write``) nor hold it back until after the commit (``attempt.send`` takes SQS and
+SNS only). The shipment happens while ``ship`` runs, so the key carried downstream is what
+keeps it single.
 """
 
 from __future__ import annotations
