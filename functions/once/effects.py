@@ -10,6 +10,7 @@ Nothing here does I/O. The store commits what is staged (``store.py``), the outb
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import math
@@ -180,6 +181,9 @@ class Effects:
         take it. See ``Attempt.write``."""
         if refused not in ("retry", "quarantine"):
             raise ValueError(f'refused must be "retry" or "quarantine" (got {refused!r})')
+        # What commits is the element as staged now: business code may reuse and change its
+        # dict after the call, as it may reuse the body it passed to ``send``.
+        element = copy.deepcopy(dict(element))
         staged = _check_element(element)
         if self.table_name is not None and _table_name(staged.table) == _table_name(
             self.table_name
@@ -216,7 +220,7 @@ class Effects:
             )
         self._bytes += size
         self._staged.append(staged)
-        self.writes.append(dict(element))
+        self.writes.append(element)
         self.refusals.append(refused)
 
     def send(
@@ -297,13 +301,17 @@ def _key_names(table: str, staged: list[_Staged]) -> set[str] | None:
 
 def _same_item(a: _Staged, b: _Staged, staged: list[_Staged]) -> bool:
     """Whether two elements name one item. A Put's key is its item's key attributes: known
-    once any keyed element on its table is staged (two Puts on a table no keyed element
-    names are left to DynamoDB, which refuses the commit)."""
+    once any keyed element on its table is staged. Two Puts on a table no keyed element
+    names share an item for certain only when their items are equal; any other pair is left
+    to DynamoDB, which knows the table's key and refuses the commit whole (nothing lands,
+    the record fails with ``CommitCanceled``: the runbook's ``ValidationException``)."""
     if _table_name(a.table) != _table_name(b.table):
         return False
     names = _key_names(a.table, [*staged, b])
     if names is None:
-        return False
+        return a.operation == b.operation == "Put" and _key_text(a.key_or_item) == _key_text(
+            b.key_or_item
+        )
 
     def key(s: _Staged) -> str | None:
         if s.operation != "Put":
