@@ -217,3 +217,48 @@ def test_a_message_sqs_moved_at_max_receive_count_runs_once_after_the_fix() -> N
 
         assert len(spy.calls) == 4  # three failed attempts, then the charge
         assert env.dlq_messages() == []
+
+
+def test_a_refused_staged_write_runs_once_after_its_condition_can_hold(env) -> None:
+    # A debit staged with attempt.write(refused="quarantine") on an account that must exist:
+    # DynamoDB refuses the commit (nothing lands), the message goes to the DLQ with
+    # WRITE_REFUSED; the account is opened, the message redriven, and the debit commits once.
+    env.dynamodb.create_table(
+        TableName="accounts",
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+    )
+
+    def debit(body: Any, attempt: Any) -> dict[str, int]:
+        attempt.write(
+            {
+                "Update": {
+                    "TableName": "accounts",
+                    "Key": {"id": {"S": body["account"]}},
+                    "UpdateExpression": "ADD balance :minus",
+                    "ConditionExpression": "attribute_exists(id)",
+                    "ExpressionAttributeValues": {":minus": {"N": str(-body["qty"])}},
+                }
+            },
+            refused="quarantine",
+        )
+        return {"debited": body["qty"]}
+
+    spy = Spy(debit)
+    handler = make_handler(spy, key="orderId")
+    env.deliver(handler, [ORDER | {"account": "a-1"}])
+    [dead] = env.dlq_messages()
+    assert dead.reason == c.REASON_WRITE_REFUSED
+    assert "accounts" in (dead.error or "")
+    assert env.dynamodb.scan(TableName="accounts")["Items"] == []  # nothing landed
+
+    env.dynamodb.put_item(TableName="accounts", Item={"id": {"S": "a-1"}, "balance": {"N": "5"}})
+    assert redrive(env).moved == 1
+    assert env.deliver_waiting(handler).outcomes == [Outcome.PROCESSED]
+    assert env.deliver(handler, [ORDER | {"account": "a-1"}]).outcomes == [Outcome.DUPLICATE]
+
+    item = env.dynamodb.get_item(TableName="accounts", Key={"id": {"S": "a-1"}})["Item"]
+    assert item["balance"] == {"N": "4"}  # debited once
+    assert len(spy.calls) == 2  # the refused attempt, then the run
+    assert env.dlq_messages() == []
