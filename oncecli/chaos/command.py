@@ -58,9 +58,15 @@ SINGLE_FAULTS: dict[str, dict[str, float]] = {
     "visibility < timeout": {"short_visibility": 0.05},
 }
 #: Every consumer ``--implementations`` takes: the default ones and the controls.
-KNOWN_IMPLEMENTATIONS = (*IMPLEMENTATIONS, "once-unfenced", "naive-unordered")
+KNOWN_IMPLEMENTATIONS = (
+    *IMPLEMENTATIONS,
+    "once-unfenced",
+    "naive-unordered",
+    "once-atomic",
+    "powertools-two-hop",
+)
 #: The consumers that must keep every invariant (the exit code says whether they did).
-ONCE_CONSUMERS = ("once", "once-nobackoff")
+ONCE_CONSUMERS = ("once", "once-nobackoff", "once-atomic")
 _ALL_OFF = {k: 0.0 for k in DEFAULT_RATES} | {"skew": 0, "redrive": 0, "ttl_sweep": 0}
 #: The shortest ``--retention-s``: longer than an invocation can run from its claim to its
 #: business code, so that a retention window is something the invariants can judge.
@@ -76,7 +82,8 @@ EPILOG = epilog(
     EngineFailed,
     HarnessFailed,
     example.NotInCheckout,
-    failure="once (with or without backoff) violated an invariant or lost a message",
+    failure="once (with or without backoff, or once-atomic) violated an invariant or lost a "
+    "message",
 )
 
 
@@ -136,7 +143,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated, of once, once-nobackoff (once with its retry backoff off: "
         "failed and BUSY records wait for the queue's visibility timeout), once-unfenced "
         "(the control run: once without its fence), powertools, naive, naive-unordered "
-        "(the FIFO control: a loop that ignores message groups) (default: %(default)s)",
+        "(the FIFO control: a loop that ignores message groups), once-atomic (the two-hop "
+        "workload: the credit committed with attempt.write, a notification sent through the "
+        "outbox to a second queue, applied by a second once consumer keyed on SOURCE_KEY), "
+        "powertools-two-hop (the same workload written the documented way with Powertools) "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--fifo",

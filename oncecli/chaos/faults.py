@@ -15,6 +15,7 @@ draws fall: the chaos suite asserts that each was.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -76,6 +77,13 @@ DRAWN = (
     "lost_response",
     "delete_failed",
     "short_visibility",
+    # The outbox's faults (``once-atomic`` and ``powertools-two-hop`` only: the other consumers
+    # never reach an event that fires them): a kill between the sends and the clear of a
+    # record's outbox, a send to the notifications queue refused, and one applied with its
+    # answer lost (the SDK sends it again: the message is there twice).
+    "kill_before_clear",
+    "send_failed",
+    "send_duplicated",
 )
 
 
@@ -150,11 +158,11 @@ class Injector:
         if self._on_fault is not None:
             self._on_fault(kind)
 
-    def _register(self, hook: Callable[..., Any]) -> None:
+    def _register(self, hook: Callable[..., Any], service: str = "dynamodb") -> None:
         if self._client is None:
-            botocore.handlers.BUILTIN_HANDLERS.append(("before-send.dynamodb", hook))
+            botocore.handlers.BUILTIN_HANDLERS.append((f"before-send.{service}", hook))
         else:
-            self._client.meta.events.register("before-send.dynamodb", hook)
+            self._client.meta.events.register(f"before-send.{service}", hook)
 
     def throttle(self, rate: float, operations: Iterable[str] = ("UpdateItem",)) -> None:
         """Answer a share of calls with a throttling error, as DynamoDB does under load."""
@@ -204,16 +212,69 @@ class Injector:
                 or not self._dice.roll("lost_response", rate)
             ):
                 return
-            headers = {
-                k: (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()
-            }
-            self._http.request(
-                request.method, request.url, body=request.body, headers=headers, retries=False
-            )
+            _replay(self._http, request)
             self._count("lost_response")
             raise ConnectionClosedError(endpoint_url=request.url)
 
         self._register(hook)
+
+    def fail_sends(self, rate: float, queue_url: str) -> None:
+        """Refuse a share of the sends to ``queue_url`` (``SendMessage``, ``SendMessageBatch``)
+        with an error the SDK does not retry, as SQS does when the queue's key is not usable:
+        nothing is sent, the sender must send it again later."""
+
+        def hook(request: Any, **_: Any) -> AWSResponse | None:
+            if not _send_to(request, queue_url) or not self._dice.roll("send_failed", rate):
+                return None
+            self._count("send_failed")
+            headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
+            return AWSResponse(request.url, 400, headers, _RawBody(_SEND_REFUSED_BODY))
+
+        self._register(hook, "sqs")
+
+    def duplicate_sends(self, rate: float, queue_url: str) -> None:
+        """Apply a share of the sends to ``queue_url`` for real, then drop the answer: the
+        SDK sends them again, and the queue holds each message twice (a standard queue does
+        not deduplicate). Only first attempts, so the retry always gets through."""
+
+        def hook(request: Any, **_: Any) -> None:
+            if (
+                not _send_to(request, queue_url)
+                or not _first_attempt(request)
+                or not self._dice.roll("send_duplicated", rate)
+            ):
+                return
+            _replay(self._http, request)
+            self._count("send_duplicated")
+            raise ConnectionClosedError(endpoint_url=request.url)
+
+        self._register(hook, "sqs")
+
+
+_SEND_REFUSED_BODY = (
+    b'{"__type":"com.amazonaws.sqs#KmsAccessDenied",'
+    b'"message":"The queue\'s KMS key is not usable (injected)"}'
+)
+
+
+def _send_to(request: Any, queue_url: str) -> bool:
+    """Whether a prepared SQS request (JSON protocol) sends to ``queue_url``."""
+    if _header(request, "X-Amz-Target").rsplit(".", 1)[-1] not in (
+        "SendMessage",
+        "SendMessageBatch",
+    ):
+        return False
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        return False
+    return bool(body.get("QueueUrl") == queue_url)
+
+
+def _replay(http: urllib3.PoolManager, request: Any) -> None:
+    """Send a prepared request for real, its answer ignored."""
+    headers = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()}
+    http.request(request.method, request.url, body=request.body, headers=headers, retries=False)
 
 
 def _open_window(flag: str) -> None:

@@ -35,7 +35,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from oncecli import redrive
 from oncecli.aws import create_queue_with_dlq, create_table, local_client, queue_depth
-from oncecli.chaos import invariants, retrytimes
+from oncecli.chaos import invariants, retrytimes, twohop
 from oncecli.chaos.faults import owe
 from oncecli.chaos.probe import History
 from oncecli.chaos.traffic import HID, Send, Workload, build, harness_id
@@ -61,6 +61,8 @@ TTL_ATTRIBUTES = {
     "powertools": "expiration",
     "naive": "expires_at",
     "naive-unordered": "expires_at",
+    "once-atomic": "expires_at",
+    "powertools-two-hop": "expiration",
 }
 #: How long a DynamoDB outage window stays open.
 OUTAGE_S = 3.0
@@ -76,6 +78,11 @@ DEFAULT_RATES = {
     "outage": 0.005,  # windows armed per second of run, each opened by a DynamoDB call
     "delete_failed": 0.005,
     "short_visibility": 0.005,
+    # The outbox's (two-hop consumers only): a kill between its sends and its clear, a send
+    # refused, a send applied with its answer lost (the message then sent twice).
+    "kill_before_clear": 0.004,
+    "send_failed": 0.005,
+    "send_duplicated": 0.01,
 }
 
 
@@ -93,6 +100,9 @@ class Run:
     seconds: float = 0.0
     #: once only: time from a BUSY or failed delivery to the message done (``retrytimes``).
     to_completion: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The two-hop workload's hop 2 (``twohop.py``): its deliveries, business executions,
+    #: notifications acknowledged, left in its DLQ, and redriven mid-run (empty: one hop).
+    notifications: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +114,7 @@ class Run:
             "faults": self.faults,
             "seconds": round(self.seconds, 1),
             "to_completion": self.to_completion,
+            **({"notifications": self.notifications} if self.notifications else {}),
         }
 
 
@@ -120,11 +131,18 @@ def _clients(endpoints: Endpoints) -> tuple[Any, Any]:
 
 def _make_resources(
     impl: str, tag: str, endpoints: Endpoints, *, fifo: bool
-) -> tuple[str, str, dict]:
+) -> tuple[str, str, dict, tuple[str, str]]:
+    """The queue and its DLQ, the tables, and for a two-hop consumer the notifications
+    queue and its DLQ (standard queues, whatever the source's kind; else ``("", "")``)."""
     sqs, ddb = _clients(endpoints)
     queue, dlq = create_queue_with_dlq(
         sqs, tag, visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE, fifo=fifo
     )
+    notify = ("", "")
+    if impl in twohop.IMPLEMENTATIONS:
+        notify = create_queue_with_dlq(
+            sqs, f"{tag}-notify", visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE
+        )
     tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
     for name in tables.values():
         create_table(ddb, name)
@@ -132,7 +150,7 @@ def _make_resources(
     # DynamoDB's is), counted in the run's figures. DynamoDB Local runs a TTL of its own
     # (expired items vanish within seconds) whose deletes the harness could neither count
     # nor hold to that condition.
-    return queue, dlq, tables
+    return queue, dlq, tables, notify
 
 
 def _send(sqs: Any, queue: str, sends: list[Send], *, fifo: bool) -> None:
@@ -236,9 +254,11 @@ def _hids(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> list[s
     return [hid for hid in map(harness_id, messages) if hid is not None]
 
 
-def _drain_dlq(sqs: Any, dlq: str) -> set[str]:
-    """The harness ids the DLQ holds at the end, deleted as they are read (a FIFO queue
-    hands out no more of a group while its messages are in flight)."""
+def _drain_dlq(
+    sqs: Any, dlq: str, ids: Callable[[dict[str, Any]], str | None] = harness_id
+) -> set[str]:
+    """The harness ids (or other ``ids``) the DLQ holds at the end, deleted as they are read
+    (a FIFO queue hands out no more of a group while its messages are in flight)."""
     hids: set[str] = set()
     while True:
         messages = sqs.receive_message(
@@ -249,7 +269,7 @@ def _drain_dlq(sqs: Any, dlq: str) -> set[str]:
         ).get("Messages", [])
         if not messages:
             return hids
-        hids |= set(_hids(messages))
+        hids |= {found for found in map(ids, messages) if found is not None}
         sqs.delete_message_batch(
             QueueUrl=dlq,
             Entries=[
@@ -372,7 +392,7 @@ def run_consumer(
     example.require()
     started = time.monotonic()
     tag = f"chaos-{impl}-{seed}-{random.Random().randrange(10**6)}"
-    queue, dlq, tables = _make_resources(impl, tag, endpoints, fifo=fifo)
+    queue, dlq, tables, (notify, notify_dlq) = _make_resources(impl, tag, endpoints, fifo=fifo)
     history_path = workdir / f"{tag}.jsonl"
     outage_flag = workdir / f"{tag}.outage"
     outage_armed = workdir / f"{tag}.outage-armed"
@@ -401,6 +421,8 @@ def run_consumer(
             outage_flag=str(outage_flag),
             outage_armed=str(outage_armed),
             owed=str(owed),
+            notify_url=notify,
+            notify_dlq_url=notify_dlq,
         )
         for i in range(workers)
     ]
@@ -414,6 +436,7 @@ def run_consumer(
     supervisor.start()
     harness_events = History(str(history_path), "harness")
     extra = {"redriven": 0, "ttl_swept": 0, "respawns": 0, "outage_windows": 0}
+    notify_redriven = 0
 
     def sweep() -> int:
         swept = _ttl_sweep(ddb, tables["idempotency"], TTL_ATTRIBUTES[impl])
@@ -433,6 +456,8 @@ def run_consumer(
             )
             while pending or quiet < 3 or owed_sweep.waits(extra["ttl_swept"]):
                 depth = queue_depth(sqs, queue).total
+                if notify:
+                    depth += queue_depth(sqs, notify).total
                 if pending and depth < BACKLOG:
                     # Feed the queue as it drains: moto's receive slows with a deep queue.
                     _send(sqs, queue, pending[:100], fifo=fifo)
@@ -456,6 +481,8 @@ def run_consumer(
                 moved = redrive.move(sqs, dlq, queue)
                 harness_events.add("redrive", t=redriven_at, hids=_hids(moved.messages))
                 extra["redriven"] = moved.moved
+                if notify:
+                    notify_redriven = redrive.move(sqs, notify_dlq, notify).moved
     except (BotoCoreError, ClientError) as error:
         raise HarnessFailed(
             f"the harness's own call to a local engine failed while running {impl}: {error}. "
@@ -472,9 +499,23 @@ def run_consumer(
     extra["outage_windows"] = outages.opened
     history = [json.loads(line) for line in history_path.read_text().splitlines() if line]
     final = _final_state(work, sqs, ddb, dlq, tables)
+    two_hop = None
+    if notify:
+        two_hop = twohop.read_state(
+            ddb, tables["ledger"], tables["idempotency"], _once_prefix(impl)
+        )
+        two_hop.notify_dlq = _drain_dlq(sqs, notify_dlq, twohop.notification_id)
+        two_hop.notify_left = queue_depth(sqs, notify).total
     # Beside the history, what the run left behind: the two together are the evidence.
     (workdir / f"{tag}.final.json").write_text(
-        json.dumps(dataclasses.asdict(final), default=sorted, indent=1)
+        json.dumps(
+            {
+                **dataclasses.asdict(final),
+                **({"two_hop": dataclasses.asdict(two_hop)} if two_hop else {}),
+            },
+            default=sorted,
+            indent=1,
+        )
     )
     result = Run(impl=impl, seconds=time.monotonic() - started)
     result.deliveries = sum(e["count"] for e in history if e["e"] == "deliver")
@@ -489,6 +530,15 @@ def run_consumer(
         retention_s=retention_s,
         longest_run_s=TIMEOUT_S + PAUSE_MAX_S,
     )
+    if two_hop is not None:
+        result.violations |= invariants.check_two_hop(two_hop, retention_s=retention_s)
+        result.notifications = {
+            "deliveries": sum(e["count"] for e in history if e["e"] == "deliver2"),
+            "executions": sum(1 for e in history if e["e"] == "exec2"),
+            "acknowledged": sum(1 for e in history if e["e"] == "ack2"),
+            "in_dlq": len(two_hop.notify_dlq),
+            "redriven": notify_redriven,
+        }
     result.lost = result.violations["lost"]
     if result.lost:
         # A lost message no worker ever received is the queue engine's loss, not the
@@ -499,10 +549,21 @@ def run_consumer(
     for e in history:
         if e["e"] == "fault":
             faults[e["kind"]] = faults.get(e["kind"], 0) + 1
+        elif e["e"] == "outbox":  # once's owed and owed_sent outcomes (two-hop only)
+            faults[f"outcome_{e['kind']}"] = faults.get(f"outcome_{e['kind']}", 0) + 1
     if impl.startswith("once"):
         result.to_completion = _to_completion(history)
     result.faults = faults | extra | {f"workload_{k}": v for k, v in work.counts().items()}
     return result
+
+
+def _once_prefix(impl: str) -> str | None:
+    """once's hop-1 record key prefix (the example's service name); None for a peer."""
+    if not impl.startswith("once"):
+        return None
+    from payments import SERVICE_NAME
+
+    return str(SERVICE_NAME)
 
 
 def _to_completion(history: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -332,3 +332,77 @@ def check(
         "ledger_not_once": ledger_not_once(history, final),
         "order_broken": order_broken(history, final),
     }
+
+
+#: The two-hop workload's invariants (``once-atomic``, ``powertools-two-hop``; ``twohop.py``),
+#: checked on the final state beside the ones above.
+TWO_HOP_INVARIANTS = (
+    "credit_partial",
+    "credit_twice",
+    "notified_not_once",
+    "owed_at_end",
+)
+
+
+def credit_partial(state: Any, *, retention_s: float | None = None) -> int:
+    """A credit that landed in part. Per account: its balance is not the sum of its entries'
+    amounts, each as many times as it was applied (an entry without its balance change, or
+    a balance change without its entry). Per payment, for once's records: an entry whose
+    record is not COMPLETED, or a COMPLETED record without its entry (a record swept with
+    its retention is not judged)."""
+    expected: dict[str, int] = defaultdict(int)
+    for account, amount, applied in state.entries.values():
+        expected[account] += amount * applied
+    count = sum(
+        1
+        for account in set(expected) | set(state.balances)
+        if expected.get(account, 0) != state.balances.get(account, 0)
+    )
+    if state.records is not None:
+        credited = {key for key, (_, _, applied) in state.entries.items() if applied}
+        for key, status in state.records.items():
+            if (status == "COMPLETED") != (key in credited):
+                count += 1
+        if retention_s is None:
+            count += len(credited - set(state.records))
+    return count
+
+
+def credit_twice(state: Any, *, retention_s: float | None = None) -> int:
+    """A payment credited more than once: its entry's count is above 1. With a retention
+    the record of a payment may be swept and the payment credited anew by design; then
+    ``one_completed_result`` stands for this check (once commits each credit with its
+    record's completion), and this one counts nothing."""
+    if retention_s is not None:
+        return 0
+    return sum(1 for _, _, applied in state.entries.values() if applied > 1)
+
+
+def notified_not_once(state: Any) -> int:
+    """Each credited payment's notification is applied by hop 2 exactly once: not zero times
+    (unless the notification is in hop 2's DLQ at the end, parked for a person), never twice;
+    and no notification is applied for a payment never credited."""
+    credited = {key for key, (_, _, applied) in state.entries.items() if applied}
+    count = 0
+    for key in credited:
+        times = state.notified.get(key, 0)
+        if times > 1 or (times == 0 and key not in state.notify_dlq):
+            count += 1
+    count += sum(1 for key, times in state.notified.items() if times and key not in credited)
+    return count
+
+
+def owed_at_end(state: Any) -> int:
+    """Nothing owed at the end: no record still holds an outbox, and the notifications queue
+    is empty."""
+    return len(state.owed) + state.notify_left
+
+
+def check_two_hop(state: Any, *, retention_s: float | None = None) -> dict[str, int]:
+    """The two-hop invariants' violation counts for one run (``twohop.TwoHopState``)."""
+    return {
+        "credit_partial": credit_partial(state, retention_s=retention_s),
+        "credit_twice": credit_twice(state, retention_s=retention_s),
+        "notified_not_once": notified_not_once(state),
+        "owed_at_end": owed_at_end(state),
+    }

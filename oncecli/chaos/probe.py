@@ -116,7 +116,13 @@ class Probe:
 
     def _classify(self, operation: str, params: dict[str, Any]) -> dict[str, Any] | None:
         if operation == "TransactWriteItems":
-            return {"kind": "effect"}
+            record = self._record_element(params)
+            if record is None:
+                return {"kind": "effect"}  # business code's own transaction
+            # once's commit (``attempt.write``): the staged writes and the record's
+            # completion in one transaction, the effect and the finalize at once.
+            return {**self._finalize(record["Key"], record["ExpressionAttributeValues"]),
+                    "commit": True}  # fmt: skip
         if params.get("TableName") != self._table:
             return None
         key = (params.get("Key") or params.get("Item") or {}).get("id")
@@ -138,19 +144,37 @@ class Probe:
                 "claim": _text(values.get(":me")),
                 "owned": True,  # the record names its owner: a takeover can be seen
             }
+        if operation == "UpdateItem" and ":me" not in values and ":fence" in values:
+            # once's clear of a sent outbox: fenced by the completion that stored it, by no
+            # owner (any later delivery may send what a record owes and clear it).
+            return {"kind": "clear", "item": item, "fence": _text(values[":fence"])}
         if operation in ("UpdateItem", "DeleteItem"):
-            failed = any(_text(v) == "FAILED" for v in values.values())
-            op = "delete" if operation == "DeleteItem" else "fail" if failed else "complete"
-            result = _text(values.get(":result") or values.get(":response_data"))
-            return {
-                "kind": "finalize",
-                "item": item,
-                "op": op,
-                "result": result,
-                "claim": _text(values.get(":me")),
-                "fence": _text(values.get(":fence")),
-            }
+            return self._finalize(params["Key"], values, delete=operation == "DeleteItem")
         return None
+
+    def _record_element(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The element of a transaction that writes a record of the idempotency table."""
+        for element in params.get("TransactItems", []):
+            for body in element.values():
+                if body.get("TableName") == self._table:
+                    return dict(body)
+        return None
+
+    @staticmethod
+    def _finalize(
+        key: dict[str, Any], values: dict[str, Any], *, delete: bool = False
+    ) -> dict[str, Any]:
+        failed = any(_text(v) == "FAILED" for v in values.values())
+        op = "delete" if delete else "fail" if failed else "complete"
+        result = _text(values.get(":result") or values.get(":response_data"))
+        return {
+            "kind": "finalize",
+            "item": _text(key.get("id")),
+            "op": op,
+            "result": result,
+            "claim": _text(values.get(":me")),
+            "fence": _text(values.get(":fence")),
+        }
 
     def _lease_end(self, expiry_ms: str | None) -> int | None:
         """When a lease ends (epoch ms on this worker's skewed clock), on the monotonic clock
@@ -173,6 +197,9 @@ class Probe:
         context["chaos"] = call
         if call["kind"] == "finalize" and self._roll("kill_before_finalize"):
             self._fault("kill_before_finalize")
+        elif call["kind"] == "clear" and self._roll("kill_before_clear"):
+            # The outbox was sent (the clear comes after every send): it is sent again.
+            self._fault("kill_before_clear")
 
     def _after(
         self, http_response: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any
@@ -188,6 +215,9 @@ class Probe:
             if self._roll("kill_after_effect"):
                 self._fault("kill_after_effect")
             return
+        if kind == "clear":
+            self._history.add("clear", landed=landed, **call)
+            return
         if kind == "claim":
             self._local.claim = call["claim"]
             owned = call.pop("owned", False)
@@ -198,7 +228,12 @@ class Probe:
                 self._fault("pause", {**call, "owned": owned})
             return
         call["claim"] = call["claim"] or getattr(self._local, "claim", None)
+        commit = call.pop("commit", False)
         self._history.add("finalize", landed=landed, **call)
+        if commit and self._roll("kill_after_effect"):
+            # Committed: the effect and the record's completion landed; the outbox (if any)
+            # is owed, and the message is not acknowledged.
+            self._fault("kill_after_effect")
 
 
 def _wall_to_monotonic_ns() -> int:
@@ -241,6 +276,10 @@ def _own_retry(call: dict[str, Any], parsed: dict[str, Any]) -> bool:
     """once's write whose first answer was lost: the SDK's retry is refused, and the item
     it returns carries our own owner (and, for a finalize, our fence)."""
     old = parsed.get("Item") or {}
+    if call.get("commit"):
+        # A commit's retry refused by the record's condition: the record element is last.
+        reasons = parsed.get("CancellationReasons") or [{}]
+        old = reasons[-1].get("Item") or {}
     if call.get("claim") is None or _text(old.get("owner")) != call["claim"]:
         return False
     return call["kind"] == "claim" or _text(old.get("fence")) == call.get("fence")

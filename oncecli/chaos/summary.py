@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from oncecli.chaos.harness import Run
-from oncecli.chaos.invariants import INVARIANTS
+from oncecli.chaos.invariants import INVARIANTS, TWO_HOP_INVARIANTS
 from oncecli.chaos.retrytimes import NOT_DONE
 
 #: Faults after which business code may legitimately run again (the effect happened, the
@@ -45,6 +45,13 @@ def table(runs: list[Run]) -> Table:
         ),
     ]
     rows += [(name, [r.violations.get(name, 0) for r in runs]) for name in INVARIANTS]
+    if any(r.notifications for r in runs):
+        # The two-hop workload's: "-" for a one-hop consumer, which has no second hop.
+        rows += [(name, [r.violations.get(name, "-") for r in runs]) for name in TWO_HOP_INVARIANTS]
+        for figure in ("deliveries", "executions", "in_dlq"):
+            rows.append(
+                (f"notifications: {figure}", [r.notifications.get(figure, "-") for r in runs])
+            )
     rows.append(("total violations", [sum(r.violations.values()) for r in runs]))
     rows.append(("run time (s)", [f"{r.seconds:.0f}" for r in runs]))
     for kind in NOT_DONE:
@@ -78,7 +85,9 @@ def faults_table(runs: list[Run]) -> Table:
 
 
 def _cell(value: Any, label: str) -> str:
-    if label in INVARIANTS or label == "total violations":
+    if value == "-":
+        return value
+    if label in INVARIANTS or label in TWO_HOP_INVARIANTS or label == "total violations":
         return f"[red]{value}[/red]" if value else "[green]0[/green]"
     return str(value)
 

@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,10 @@ class WorkerSpec:
     #: The prefix of the run's owed-fault files (``faults.owe``): each enabled drawn fault
     #: fires on the run's first event that can fire it, in whichever worker.
     owed: str = ""
+    #: The two-hop workload (``twohop.py``): the notifications queue hop 1 sends to and hop
+    #: 2 consumes, and its DLQ ("": a one-hop consumer).
+    notify_url: str = ""
+    notify_dlq_url: str = ""
 
 
 class Timeout:
@@ -136,42 +141,103 @@ def _skew_clock(skew_s: float, *, powertools: bool) -> None:
         module.dt = shifted  # type: ignore[attr-defined]
 
 
-def _business(history: History) -> Any:
-    """The payments example's ``credit``, observed: every run and every ledger answer."""
-    example.require()  # the checkout's functions/ (inherited from the harness, or found here)
-    from payments.handler import credit
+def _business(history: History, ledger_table: str) -> Any:
+    """The fenced-downstream credit (``fenced.py``), observed: every run and every ledger
+    answer."""
+    import boto3
+
+    from oncecli.chaos.fenced import Ledger
+
+    ledgers: list[Ledger] = []
 
     def process(body: dict[str, Any], attempt: Any) -> Any:
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         history.add("exec", key=str(body.get("paymentId")), hash=digest, message=attempt.message_id)
         if body.get("poison"):
             raise RuntimeError("poison payment: this account cannot be credited")
-        result = credit(body, attempt)
+        if not ledgers:  # one client per process, created at the first payment
+            ledgers.append(Ledger(boto3.client("dynamodb"), ledger_table))
+        result = ledgers[0].credit(body, attempt)
         history.add("credit", key=body["paymentId"], applied=result["applied"])
         return result
 
     return process
 
 
+def _once(spec: WorkerSpec, process: Any, *, key: str, key_prefix: str, dlq_url: str) -> Any:
+    """A once handler as the harness runs it: its lease, backoff and retention shrunk."""
+    from once.handler import make_handler
+
+    return make_handler(
+        process,
+        key=key,
+        table_name=spec.tables["idempotency"],
+        dlq_url=dlq_url,
+        key_prefix=key_prefix,
+        lease_margin_s=1,
+        # once-nobackoff: failed and BUSY records wait for the queue's visibility timeout.
+        backoff_base_s=None if spec.impl == "once-nobackoff" else c.DEFAULT_BACKOFF_BASE_S,
+        # The harness shrinks time (a 5 s visibility timeout, 3 s function timeout): its
+        # backoff is capped at the visibility timeout rather than at minutes.
+        backoff_max_s=spec.visibility_s,
+        retention_s=spec.retention_s,
+    )
+
+
+def _two_hop_handlers(spec: WorkerSpec, history: History) -> tuple[Any, Any]:
+    """Hop 1's and hop 2's handlers of the two-hop workload (``twohop.py``)."""
+    from oncecli.chaos import twohop
+
+    ledger = spec.tables["ledger"]
+    if spec.impl == "once-atomic":
+        from once import SOURCE_KEY
+        from payments import SERVICE_NAME
+
+        hop1 = _once(
+            spec,
+            twohop.once_hop1(history, ledger, spec.notify_url),
+            key="paymentId",
+            key_prefix=SERVICE_NAME,
+            dlq_url=spec.dlq_url,
+        )
+        hop2 = _once(
+            spec,
+            twohop.once_hop2(history, ledger),
+            key=SOURCE_KEY,
+            key_prefix=twohop.NOTIFY_PREFIX,
+            dlq_url=spec.notify_dlq_url,
+        )
+        return hop1, hop2
+    import boto3
+
+    from oncecli.chaos.peers.powertools import DEFAULT_EXPIRES_AFTER_S
+    from oncecli.chaos.peers.powertools import make_handler as powertools_handler
+
+    ddb, sqs = boto3.client("dynamodb"), boto3.client("sqs")
+    table = spec.tables["idempotency"]
+    kept = DEFAULT_EXPIRES_AFTER_S if spec.retention_s is None else spec.retention_s
+    hop1 = powertools_handler(
+        twohop.powertools_hop1(history, ledger, spec.notify_url, ddb, sqs),
+        table_name=table,
+        fifo=spec.fifo,
+        expires_after_seconds=kept,
+    )
+    hop2 = powertools_handler(
+        twohop.powertools_hop2(history, ledger, ddb),
+        table_name=table,
+        key_prefix=twohop.NOTIFY_PREFIX,
+        expires_after_seconds=kept,
+    )
+    return hop1, hop2
+
+
 def _handler(spec: WorkerSpec, process: Any) -> Any:
     table = spec.tables["idempotency"]
     if spec.impl.startswith("once"):
-        from once.handler import make_handler
-        from payments import SERVICE_NAME  # the example's, as _business found it
+        from payments import SERVICE_NAME  # the example's service name: the record prefix
 
-        handler = make_handler(
-            process,
-            key="paymentId",
-            table_name=table,
-            dlq_url=spec.dlq_url,
-            key_prefix=SERVICE_NAME,
-            lease_margin_s=1,
-            # once-nobackoff: failed and BUSY records wait for the queue's visibility timeout.
-            backoff_base_s=None if spec.impl == "once-nobackoff" else c.DEFAULT_BACKOFF_BASE_S,
-            # The harness shrinks time (a 5 s visibility timeout, 3 s function timeout): its
-            # backoff is capped at the visibility timeout rather than at minutes.
-            backoff_max_s=spec.visibility_s,
-            retention_s=spec.retention_s,
+        handler = _once(
+            spec, process, key="paymentId", key_prefix=SERVICE_NAME, dlq_url=spec.dlq_url
         )
         if spec.impl == "once-unfenced":
             import boto3
@@ -222,8 +288,15 @@ def run(spec: WorkerSpec) -> None:
     history = History(spec.history_path, spec.worker)
     dice = Dice(rng, spec.owed or None)
     faults = Injector(None, on_fault=lambda kind: history.add("fault", kind=kind), dice=dice)
-    faults.throttle(spec.rates.get("throttle", 0.0), ("UpdateItem", "PutItem", "DeleteItem"))
-    faults.lose_responses(spec.rates.get("lost_response", 0.0), ("UpdateItem", "PutItem"))
+    # The two-hop consumers' commits are transactions: throttled and with answers lost too.
+    commits = ("TransactWriteItems",) if spec.notify_url else ()
+    faults.throttle(
+        spec.rates.get("throttle", 0.0), ("UpdateItem", "PutItem", "DeleteItem", *commits)
+    )
+    faults.lose_responses(spec.rates.get("lost_response", 0.0), ("UpdateItem", "PutItem", *commits))
+    if spec.notify_url:
+        faults.fail_sends(spec.rates.get("send_failed", 0.0), spec.notify_url)
+        faults.duplicate_sends(spec.rates.get("send_duplicated", 0.0), spec.notify_url)
     if spec.outage_flag:
         faults.outage(spec.outage_flag, spec.outage_armed)
     timeout = Timeout(history)
@@ -242,27 +315,64 @@ def run(spec: WorkerSpec) -> None:
     probe.install()
     import boto3
 
+    example.require()  # the checkout's functions/ (inherited from the harness, or found here)
     sqs: Any = boto3.client("sqs")
-    handler = _handler(spec, _business(history))
+    if spec.notify_url:
+        from oncecli.chaos.twohop import notification_id
+
+        first, second = _two_hop_handlers(spec, history)
+        hops = [
+            Hop(spec.queue_url, first, harness_id, ""),
+            Hop(spec.notify_url, second, notification_id, "2"),
+        ]
+    else:
+        hops = [
+            Hop(
+                spec.queue_url,
+                _handler(spec, _business(history, spec.tables["ledger"])),
+                harness_id,
+                "",
+            )
+        ]
+    busy = False
     while True:
-        try:
-            messages = sqs.receive_message(
-                QueueUrl=spec.queue_url,
-                MaxNumberOfMessages=spec.batch_size,
-                WaitTimeSeconds=1,
-                MessageAttributeNames=["All"],
-                AttributeNames=["All"],
-            ).get("Messages", [])
-        except (BotoCoreError, ClientError):
-            # moto's server answers 500 now and then under load: poll again, as Lambda does.
-            time.sleep(0.2)
-            continue
-        if not messages:
-            continue
-        history.add("deliver", count=len(messages), hids=[harness_id(m) for m in messages])
-        if dice.roll("short_visibility", spec.rates.get("short_visibility", 0.0)):
-            _shorten_visibility(spec, sqs, messages, history)
-        _invoke(spec, sqs, handler, messages, history, dice, timeout)
+        # One queue waits for messages while the other has none; two poll each other's turn.
+        was_busy, busy = busy, False
+        for hop in hops:
+            wait = 1 if len(hops) == 1 or not (was_busy or busy) else 0
+            try:
+                messages = sqs.receive_message(
+                    QueueUrl=hop.queue_url,
+                    MaxNumberOfMessages=spec.batch_size,
+                    WaitTimeSeconds=wait,
+                    MessageAttributeNames=["All"],
+                    AttributeNames=["All"],
+                ).get("Messages", [])
+            except (BotoCoreError, ClientError):
+                # moto's server answers 500 now and then under load: poll again, as Lambda does.
+                time.sleep(0.2)
+                continue
+            if not messages:
+                continue
+            busy = True
+            history.add(
+                "deliver" + hop.events, count=len(messages), hids=[hop.ids(m) for m in messages]
+            )
+            if dice.roll("short_visibility", spec.rates.get("short_visibility", 0.0)):
+                _shorten_visibility(hop, sqs, messages, history)
+            _invoke(spec, hop, sqs, messages, history, dice, timeout)
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One queue a worker consumes and the handler it runs: hop 1 (the payments, whose
+    events are ``deliver``, ``ack``, ``retry``) or hop 2 of the two-hop workload (the
+    notifications: ``deliver2``, ``ack2``, ``retry2``, ids the paymentIds announced)."""
+
+    queue_url: str
+    handler: Any
+    ids: Callable[[dict[str, Any]], str | None]
+    events: str
 
 
 #: The visibility timeout of a misconfigured delivery: shorter than the function timeout.
@@ -270,7 +380,7 @@ SHORT_VISIBILITY_S = 1
 
 
 def _shorten_visibility(
-    spec: WorkerSpec, sqs: Any, messages: list[dict[str, Any]], history: History
+    hop: Hop, sqs: Any, messages: list[dict[str, Any]], history: History
 ) -> None:
     """This delivery's messages come back while the invocation still runs them, as on a
     queue whose visibility timeout is shorter than the function timeout."""
@@ -278,7 +388,7 @@ def _shorten_visibility(
     # If the change does not take, the delivery keeps the queue's own timeout.
     with contextlib.suppress(BotoCoreError, ClientError):
         sqs.change_message_visibility_batch(
-            QueueUrl=spec.queue_url,
+            QueueUrl=hop.queue_url,
             Entries=[
                 {
                     "Id": str(i),
@@ -290,16 +400,21 @@ def _shorten_visibility(
         )
 
 
+#: once's outcomes the two-hop figures count: the outbox owed (not acknowledged), and owed
+#: messages sent by a later delivery without running business code.
+_OUTBOX_OUTCOMES = ("owed", "owed_sent")
+
+
 def _invoke(
     spec: WorkerSpec,
+    hop: Hop,
     sqs: Any,
-    handler: Any,
     messages: list[dict[str, Any]],
     history: History,
     dice: Dice,
     timeout: Timeout,
 ) -> None:
-    queue_arn = f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{spec.queue_url.rsplit('/', 1)[-1]}"
+    queue_arn = f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{hop.queue_url.rsplit('/', 1)[-1]}"
     event = {"Records": [event_record(m, queue_arn, LOCAL_REGION) for m in messages]}
     context = LambdaContext.starting_now(spec.impl, spec.timeout_s, memory_mb=256)
     by_id = {m["MessageId"]: m for m in messages}
@@ -308,15 +423,19 @@ def _invoke(
         if spec.impl.startswith("once"):
             # once says how each record ended; a BUSY or FAILED one (Outcome "busy",
             # "failed") starts a retry time (``retrytimes``), its ack ends it.
-            handled = handler.handle(event, context)
+            handled = hop.handler.handle(event, context)
             response, error = handled.response, None
             for end in handled.records:
                 if end.outcome in NOT_DONE:
                     history.add(
-                        "retry", hid=harness_id(by_id[end.message_id]), kind=str(end.outcome)
+                        "retry" + hop.events,
+                        hid=hop.ids(by_id[end.message_id]),
+                        kind=str(end.outcome),
                     )
+                elif str(end.outcome) in _OUTBOX_OUTCOMES:
+                    history.add("outbox", kind=str(end.outcome), key=end.key)
         else:
-            response, error = handler(event, context), None
+            response, error = hop.handler(event, context), None
         response = json.loads(json.dumps(response))
     except Exception as raised:
         response, error = None, type(raised).__name__
@@ -329,24 +448,24 @@ def _invoke(
             history.add("fault", kind="delete_failed")
             continue
         done.append(by_id[message_id])
-    _delete(spec, sqs, done, history)
+    _delete(hop, sqs, done, history)
 
 
-def _delete(spec: WorkerSpec, sqs: Any, done: list[dict[str, Any]], history: History) -> None:
+def _delete(hop: Hop, sqs: Any, done: list[dict[str, Any]], history: History) -> None:
     """Delete what the batch response says is done, ten at a time, as the event source
     mapping does; a message whose delete fails comes back and is handled again."""
     for start in range(0, len(done), 10):
         chunk = {str(i): m for i, m in enumerate(done[start : start + 10])}
         try:
             answer = sqs.delete_message_batch(
-                QueueUrl=spec.queue_url,
+                QueueUrl=hop.queue_url,
                 Entries=[{"Id": i, "ReceiptHandle": m["ReceiptHandle"]} for i, m in chunk.items()],
             )
         except (BotoCoreError, ClientError) as error:
             history.add("delete_error", error=type(error).__name__)
             continue
         for entry in answer.get("Successful", []):
-            history.add("ack", hid=harness_id(chunk[entry["Id"]]))
+            history.add("ack" + hop.events, hid=hop.ids(chunk[entry["Id"]]))
         for entry in answer.get("Failed", []):
             # The receipt is stale: the message was received again meanwhile.
             history.add("stale_receipt", code=entry.get("Code"))

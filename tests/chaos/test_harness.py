@@ -156,3 +156,61 @@ def test_once_keeps_every_invariant_while_its_records_expire_and_are_swept(
     assert retention_run.faults["ttl_swept"] > 0
     assert retention_run.violations == dict.fromkeys(retention_run.violations, 0)
     assert retention_run.lost == 0
+
+
+#: The two-hop workload's own faults on top of RATES: kills between an outbox's sends and
+#: its clear, sends refused, sends applied twice (their answer lost).
+TWO_HOP_RATES = RATES | {"kill_before_clear": 0.02, "send_failed": 0.03, "send_duplicated": 0.03}
+
+
+@pytest.fixture(scope="module")
+def atomic_runs(endpoints: Endpoints) -> dict[str, Run]:
+    done = chaos(
+        200,
+        seed=14,
+        endpoints=endpoints,
+        workers=3,
+        rates=TWO_HOP_RATES,
+        implementations=("once-atomic",),
+    )
+    return {run.impl: run for run in done}
+
+
+def test_once_atomic_commits_each_credit_and_notification_once_under_every_fault(
+    atomic_runs: dict[str, Run],
+) -> None:
+    """The credit committed with the record (``attempt.write``), the notification sent
+    through the outbox to a second queue and applied by a second once consumer keyed on
+    ``SOURCE_KEY``: no partial credit, none twice, each notification applied once, nothing
+    owed at the end, nothing lost; and every invariant of the one-hop consumers as well."""
+    atomic = atomic_runs["once-atomic"]
+    assert atomic.deliveries >= 150
+    assert set(atomic.violations) >= {
+        "credit_partial",
+        "credit_twice",
+        "notified_not_once",
+        "owed_at_end",
+        "ledger_not_once",
+    }
+    assert atomic.violations == dict.fromkeys(atomic.violations, 0)
+    assert atomic.lost == 0
+    assert atomic.notifications["executions"] > 0
+    for fault in (
+        "kill_after_claim",
+        "kill_after_effect",
+        "kill_before_finalize",
+        "kill_before_clear",
+        "pause",
+        "throttle",
+        "lost_response",
+        "send_failed",
+        "send_duplicated",
+        "redriven",
+        "outage",
+        "outage_windows",
+        "delete_failed",
+        "short_visibility",
+    ):
+        assert atomic.faults.get(fault, 0) > 0, f"{fault} was never injected"
+    # A refused send leaves the record owing its notification: a later delivery sent it.
+    assert atomic.faults["outcome_owed"] > 0

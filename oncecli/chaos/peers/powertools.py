@@ -56,13 +56,16 @@ def make_handler(
     client: Any = None,
     expires_after_seconds: int = DEFAULT_EXPIRES_AFTER_S,
     fifo: bool = False,
+    key_prefix: str | None = None,
 ) -> Handler:
     """An SQS batch handler: Powertools idempotency on each record, partial batch response.
 
     ``key`` is a JMESPath over the JSON body (it becomes ``powertools_json(body).<key>``);
     ``validate`` hashes the whole body into the record, like ``once``'s default, so that a
     different payload under a known key is refused. ``client`` is a boto3 DynamoDB client
-    (default: Powertools creates its own from the default session).
+    (default: Powertools creates its own from the default session). ``key_prefix``: the
+    records' key prefix (default: Powertools' own, from the function's name), to keep two
+    consumers that share a table apart.
     """
     persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
     config = IdempotencyConfig(
@@ -77,7 +80,10 @@ def make_handler(
     key_path = jmespath.compile(key)
 
     @idempotent_function(
-        data_keyword_argument="record", persistence_store=persistence, config=config
+        data_keyword_argument="record",
+        persistence_store=persistence,
+        config=config,
+        key_prefix=key_prefix,
     )
     def record_handler(record: SQSRecord) -> Any:
         body = json.loads(record.body)
