@@ -183,8 +183,8 @@ class Effects:
             raise ValueError(f'refused must be "retry" or "quarantine" (got {refused!r})')
         # What commits is the element as staged now: business code may reuse and change its
         # dict after the call, as it may reuse the body it passed to ``send``.
-        element = copy.deepcopy(dict(element))
-        staged = _check_element(element)
+        captured = copy.deepcopy(dict(element))
+        staged = _check_element(captured)
         if self.table_name is not None and _table_name(staged.table) == _table_name(
             self.table_name
         ):
@@ -206,7 +206,7 @@ class Effects:
                     f"{index} ({earlier.operation}) already names, in table {staged.table!r}; "
                     "DynamoDB takes one operation per item in a transaction: merge them"
                 )
-        size = _element_bytes(element, staged.operation)
+        size = _element_bytes(captured, staged.operation)
         if staged.operation == "Put" and size > c.ITEM_MAX_BYTES:
             raise ValueError(
                 f"attempt.write: the Put's item is about {size} bytes; DynamoDB takes at most "
@@ -220,7 +220,7 @@ class Effects:
             )
         self._bytes += size
         self._staged.append(staged)
-        self.writes.append(element)
+        self.writes.append(captured)
         self.refusals.append(refused)
 
     def send(
