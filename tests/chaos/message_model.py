@@ -663,13 +663,11 @@ class MessageMachine(RuleBasedStateMachine):
 
     @invariant()
     def each_completion_landed_its_effect_once(self) -> None:
+        if not self.ops:
+            return
+        records, effects = self._read_all()
         for key in sorted(self.ops):
-            record = self._record(key)
-            effect = self.client.get_item(
-                TableName=self.effects_table,
-                Key={c.PARTITION_KEY: {"S": self._effect(key)}},
-                ConsistentRead=True,
-            ).get("Item")
+            record, effect = records.get(key), effects.get(key)
             landed = int(effect["n"]["N"]) if effect else 0
             completed = record is not None and record.status == c.STATUS_COMPLETED
             expected = self.completed_swept[key] + (1 if completed else 0)
@@ -678,8 +676,32 @@ class MessageMachine(RuleBasedStateMachine):
                     "effect_not_once",
                     f"{key}: the effect landed {landed} times for {expected} completions",
                 )
-            if completed and record is not None and int(effect["fence"]["N"]) != record.fence:  # type: ignore[index]
+            if completed and effect and record and int(effect["fence"]["N"]) != record.fence:
                 raise Violation("effect_not_once", f"{key}: the effect is another run's")
+
+    def _read_all(self) -> tuple[dict[str, Record], dict[str, dict[str, Any]]]:
+        """Every key's record and effect item, in one consistent BatchGetItem."""
+        keys = sorted(self.ops)
+        ids = {record_id(self.prefix, key): key for key in keys}
+        effects = {self._effect(key): key for key in keys}
+        answer = self.client.batch_get_item(
+            RequestItems={
+                self.table: {
+                    "Keys": [{c.ATTR_ID: {"S": i}} for i in ids],
+                    "ConsistentRead": True,
+                },
+                self.effects_table: {
+                    "Keys": [{c.PARTITION_KEY: {"S": e}} for e in effects],
+                    "ConsistentRead": True,
+                },
+            }
+        )
+        assert not answer.get("UnprocessedKeys"), "the engine left keys unread"
+        responses = answer["Responses"]
+        return (
+            {ids[i["id"]["S"]]: Record.from_item(i) for i in responses.get(self.table, [])},
+            {effects[i["id"]["S"]]: i for i in responses.get(self.effects_table, [])},
+        )
 
     # --- quiescence -----------------------------------------------------------------------------
 
