@@ -259,3 +259,50 @@ def test_a_quarantined_takeover_is_no_place_to_crash_after_the_business_code(
     assert record is not None
     assert (record.status, record.error) == (c.STATUS_FAILED, c.REASON_LEASE_EXPIRED)
     assert [m.reason for m in once_env.dlq_messages()] == [c.REASON_LEASE_EXPIRED]
+
+
+def _refused(attempt: Any) -> None:
+    attempt.write(
+        {
+            "ConditionCheck": {
+                "TableName": "accounts",
+                "Key": {"id": {"S": "a-1"}},
+                "ConditionExpression": "attribute_exists(id)",
+            }
+        }
+    )
+
+
+def _invalid(attempt: Any) -> None:
+    for n in ("1", "2"):  # two Puts of one item: DynamoDB refuses the whole commit
+        attempt.write(
+            {"Put": {"TableName": "accounts", "Item": {"id": {"S": "a-1"}, "n": {"N": n}}}}
+        )
+
+
+@pytest.mark.parametrize("stage", [_refused, _invalid], ids=["write-refused", "commit-invalid"])
+def test_a_crash_as_the_fail_after_a_commit_that_landed_nothing_lands_kills_at_once(
+    once_env, stage: Any
+) -> None:
+    # The commit applied nothing, so the record is failed in a second write; the crash
+    # point is that write. The kit used to count the business code's end twice here and
+    # then waited its whole timeout for a record it believed still running.
+    once_env.dynamodb.create_table(
+        TableName="accounts",
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+    )
+
+    def debit(body: Any, attempt: Any) -> str:
+        stage(attempt)
+        return "never stored"
+
+    handler = make_handler(debit, key="orderId", key_prefix=PREFIX)
+    started = time.monotonic()
+    delivery = once_env.deliver(handler, [ORDER], crash="before_finalize")
+
+    assert delivery.killed_at == "before_finalize"
+    assert time.monotonic() - started < once_env.timeout_s  # no wait for a phantom run
+    item = stored(once_env, "o-1")
+    assert item is not None and item["status"] == c.STATUS_FAILED

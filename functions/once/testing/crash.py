@@ -182,6 +182,10 @@ class CrashingStore(RecordStore):
     ) -> None:
         super().__init__(client, table_name, retention_s=retention_s, clock=clock)
         self._switch = switch
+        #: The claims whose business code has ended: a commit that landed nothing is
+        #: followed by a fail of the same claim, and its end must be counted once.
+        self._ended: set[tuple[str, str, int]] = set()
+        self._ended_lock = threading.Lock()
 
     def claim(
         self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
@@ -229,7 +233,11 @@ class CrashingStore(RecordStore):
         *,
         business_ran: bool = True,
     ) -> bool:
-        self._switch.business_ended()
+        with self._ended_lock:
+            first_end = (record_id, claim.owner, claim.fence) not in self._ended
+            self._ended.add((record_id, claim.owner, claim.fence))
+        if first_end:
+            self._switch.business_ended()
         if business_ran:
             self._switch.reached(AFTER_PROCESS)
         with self._switch.call():
