@@ -17,9 +17,10 @@ from hypothesis.stateful import run_state_machine_as_test
 from moto import mock_aws
 
 from once import constants as c
-from once import processor, protocol
+from once import processor
 from once.models import Outcome, Record
 from oncecli.aws import create_table, local_client
+from oncecli.chaos.unfenced import UnfencedRecordStore
 from tests.chaos import message_model
 from tests.chaos.message_model import Message, MessageMachine, Op, Violation
 
@@ -61,10 +62,21 @@ def machine_on(client: Any) -> type[MessageMachine]:
 
 def test_the_message_model_holds_on_moto(moto_client: Any) -> None:
     MessageMachine.seen.clear()
-    run_state_machine_as_test(machine_on(moto_client), settings=_settings(60))
+    run_state_machine_as_test(machine_on(moto_client), settings=_settings(100))
     print(dict(sorted(MessageMachine.seen.items())))
     # The search reaches the paths the invariants are about, not only the happy one.
-    for path in ("outcome processed", "outcome duplicate", "dlq LEASE_EXPIRED", "killed timeout"):
+    for path in (
+        "outcome processed",
+        "outcome duplicate",
+        "outcome conflict",
+        "outcome lease_lost",
+        "outcome skipped",
+        "dlq LEASE_EXPIRED",
+        "dlq PERMANENT_ERROR",
+        "dlq WRITE_REFUSED",
+        "killed before_finalize",
+        "killed timeout",
+    ):
         assert MessageMachine.seen[path] > 0, f"no run reached {path}"
 
 
@@ -104,12 +116,59 @@ def deliver(machine: MessageMachine, messages: list[Message], crash: str | None 
 OK = Op("k1", 0, "ok", send=False, ret=0)
 
 
-def test_the_model_catches_the_redrive_loop_of_two_lease_expired_copies(
-    moto_client: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # As before the fix: each quarantined copy carries its own fence, and a review counts
-    # only while the record is still at that fence, so each redriven copy spoils the other's.
-    monkeypatch.setattr(processor, "review_fence_for", lambda *, fence, takeover, previous: fence)
+def two_lease_expired_copies_redriven_one_by_one(client: Any) -> MessageMachine:
+    machine = started(client, policy="quarantine", batch=1)
+    first, retry = produce(machine, OK), produce(machine, OK)
+    deliver(machine, [first], crash="after_claim")
+    machine.clock.now += message_model.VISIBILITY_S + 1
+    deliver(machine, [first])  # a takeover: quarantined
+    deliver(machine, [retry])  # the producer's retry: quarantined too
+    assert [m.reason for m in machine.dlq] == [c.REASON_LEASE_EXPIRED] * 2
+    machine.quiesce()  # the runbook: review, redrive, one message per invocation
+    return machine
+
+
+def a_failed_leader_and_its_follower_in_one_batch(client: Any) -> MessageMachine:
+    machine = started(client)
+    flaky = Op("k1", 0, "flaky", send=False, ret=0)
+    machine.flaky_left["k1"] = 1
+    deliver(machine, [produce(machine, flaky), produce(machine, flaky)])
+    machine.quiesce()
+    return machine
+
+
+def a_fifo_group_whose_first_operation_fails(client: Any) -> MessageMachine:
+    machine = started(client, fifo=True)
+    machine.flaky_left["k1"] = 1
+    earlier = produce(machine, Op("k1", 0, "flaky", send=False, ret=0))
+    later = produce(machine, Op("k2", 0, "ok", send=False, ret=0))
+    deliver(machine, [earlier, later])
+    machine.quiesce()
+    return machine
+
+
+def an_outbox_whose_destination_is_down(client: Any) -> MessageMachine:
+    machine = started(client)
+    machine.out_down = True
+    deliver(machine, [produce(machine, Op("k1", 0, "ok", send=True, ret=0))])
+    machine.quiesce()  # the destination is back: what is owed is sent, then acknowledged
+    assert machine.sent_out
+    return machine
+
+
+def a_stalled_invocation_whose_key_is_taken_over(client: Any) -> MessageMachine:
+    machine = started(client)
+    batch = machine._receive(1, None, only=[produce(machine, OK)])
+    machine.stall = (1, batch)  # the other instance takes over while this one stalls
+    machine._invoke(0, batch, None, zombie=True)
+    machine.each_completion_landed_its_effect_once()
+    machine.quiesce()
+    return machine
+
+
+def _before_the_review_fence_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each quarantined copy carries its own fence, and a review counts only while the
+    record is still at that fence: each redriven copy spoils the other's review."""
 
     def reviewed_only_at_its_own_fence(
         *, takeover: bool, previous: Record | None, review_fence: int | None
@@ -122,107 +181,85 @@ def test_the_model_catches_the_redrive_loop_of_two_lease_expired_copies(
         reviewed = unsent and previous is not None and review_fence == previous.fence
         return takeover or (unsent and not reviewed)
 
+    monkeypatch.setattr(processor, "review_fence_for", lambda *, fence, takeover, previous: fence)
     monkeypatch.setattr(processor, "must_quarantine_takeover", reviewed_only_at_its_own_fence)
-    machine = started(moto_client, policy="quarantine", batch=1)
-    first, retry = produce(machine, OK), produce(machine, OK)
-    deliver(machine, [first], crash="after_claim")
-    machine.clock.now += message_model.VISIBILITY_S + 1
-    deliver(machine, [first])  # a takeover: quarantined, fence 2
-    deliver(machine, [retry])  # the producer's retry: quarantined too, fence 3
-    assert [m.reason for m in machine.dlq] == [c.REASON_LEASE_EXPIRED] * 2
-
-    with pytest.raises(Violation) as caught:
-        machine.quiesce()
-    assert caught.value.name == "no_convergence"
 
 
-def test_the_fixed_runtime_converges_on_the_same_sequence(moto_client: Any) -> None:
-    machine = started(moto_client, policy="quarantine", batch=1)
-    first, retry = produce(machine, OK), produce(machine, OK)
-    deliver(machine, [first], crash="after_claim")
-    machine.clock.now += message_model.VISIBILITY_S + 1
-    deliver(machine, [first])
-    deliver(machine, [retry])
-    assert [m.reason for m in machine.dlq] == [c.REASON_LEASE_EXPIRED] * 2
-
-    machine.quiesce()
-    record = machine._record("k1")
-    assert record is not None and record.status == c.STATUS_COMPLETED
-    assert protocol  # the real decision functions ran
-
-
-def test_the_model_catches_a_follower_acknowledged_although_its_leader_failed(
-    moto_client: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A copy in the same batch follows its leader's outcome; here a failed leader's follower
-    # is reported a duplicate (acknowledged) although nothing was done.
+def _followers_of_a_failed_leader_acknowledged(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(processor._FOLLOW, Outcome.FAILED, Outcome.DUPLICATE)
-    machine = started(moto_client)
-    flaky = Op("k1", 0, "flaky", send=False, ret=0)
-    machine.flaky_left["k1"] = 1
-    first, copy = produce(machine, flaky), produce(machine, flaky)
-
-    with pytest.raises(Violation) as caught:
-        deliver(machine, [first, copy])
-    assert caught.value.name == "acknowledged_unfinished"
 
 
-def test_the_model_catches_a_fifo_group_that_goes_on_past_a_failure(
-    moto_client: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _fifo_groups_that_go_on_past_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     run_unit = processor.BatchProcessor._run_unit
 
     def going_on(self: Any, unit: Any, context: Any, *, stop_on_failure: bool) -> Any:
         return run_unit(self, unit, context, stop_on_failure=False)
 
     monkeypatch.setattr(processor.BatchProcessor, "_run_unit", going_on)
-    machine = started(moto_client, fifo=True)
-    machine.flaky_left["k1"] = 1
-    earlier = produce(machine, Op("k1", 0, "flaky", send=False, ret=0))
-    later = produce(machine, Op("k2", 0, "ok", send=False, ret=0))
-
-    with pytest.raises(Violation) as caught:
-        deliver(machine, [earlier, later])
-    assert caught.value.name == "fifo_order"
 
 
-def test_the_model_catches_an_acknowledgment_before_the_outbox_is_sent(
-    moto_client: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The outbox's send reported as done whatever happened: the source is acknowledged while
-    # its record still owes the message.
+def _acknowledged_before_the_outbox_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         processor.BatchProcessor,
         "_send_owed",
         lambda self, record_id, fence, messages, done, context: done,
     )
-    machine = started(moto_client)
-    sent = produce(machine, Op("k1", 0, "ok", send=True, ret=0))
-    machine.out_down = True
-
-    with pytest.raises(Violation) as caught:
-        deliver(machine, [sent])
-    assert caught.value.name == "owed_dropped"
 
 
-def test_the_model_catches_a_zombies_commit_that_ignores_the_fence(
-    moto_client: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The record model's control one level up: a completion without its fence condition
-    # lands a stalled invocation's staged write beside its takeover's.
-    from oncecli.chaos.unfenced import UnfencedRecordStore
-
+def _commits_without_the_fence(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         message_model.CrashingStore,
         "finalize_condition",
         UnfencedRecordStore.finalize_condition,
     )
-    machine = started(moto_client)
-    stalled = produce(machine, OK)
-    batch = machine._receive(1, None, only=[stalled])
-    machine.stall = (1, batch)
 
+
+#: (the sequence of the machine's rules, the defect put back, the invariant that catches it)
+CONTROLS = {
+    "the redrive loop of two LEASE_EXPIRED copies": (
+        two_lease_expired_copies_redriven_one_by_one,
+        _before_the_review_fence_fix,
+        "no_convergence",
+    ),
+    "a follower acknowledged although its leader failed": (
+        a_failed_leader_and_its_follower_in_one_batch,
+        _followers_of_a_failed_leader_acknowledged,
+        "acknowledged_unfinished",
+    ),
+    "a FIFO group that goes on past a failure": (
+        a_fifo_group_whose_first_operation_fails,
+        _fifo_groups_that_go_on_past_a_failure,
+        "fifo_order",
+    ),
+    "an acknowledgment sent before the outbox is sent": (
+        an_outbox_whose_destination_is_down,
+        _acknowledged_before_the_outbox_is_sent,
+        "owed_dropped",
+    ),
+    "a stalled invocation's commit without the fence": (
+        a_stalled_invocation_whose_key_is_taken_over,
+        _commits_without_the_fence,
+        "effect_not_once",
+    ),
+}
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_the_model_catches_each_control(
+    moto_client: Any, monkeypatch: pytest.MonkeyPatch, control: str
+) -> None:
+    sequence, defect, invariant = CONTROLS[control]
+    defect(monkeypatch)
     with pytest.raises(Violation) as caught:
-        machine._invoke(0, batch, None, zombie=True)
-        machine.each_completion_landed_its_effect_once()
-    assert caught.value.name == "effect_not_once"
+        sequence(moto_client)
+    assert caught.value.name == invariant
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_the_runtime_passes_each_control_sequence(moto_client: Any, control: str) -> None:
+    sequence, _, _ = CONTROLS[control]
+    machine = sequence(moto_client)
+    assert not machine.queue and not machine.dlq
+    for key in machine.ops:
+        record = machine._record(key)
+        assert record is not None and record.status == c.STATUS_COMPLETED, key
