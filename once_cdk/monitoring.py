@@ -67,14 +67,25 @@ def protocol_metric(namespace: str, service_name: str, name: str) -> cloudwatch.
     )
 
 
+#: The outcomes that leave a record not done, to come back: failed (FIFO records skipped
+#: after a failure in their group count as failed, as the runtime counts them), and owed (its
+#: commit landed but its outbox is not all sent, as when the function may not send to it).
+NOT_DONE_METRICS = (c.METRIC_FAILED, c.METRIC_OWED)
+#: Left out of the share's total: an ``OwedSent`` delivery is the redelivery of a record
+#: already counted once, as ``Owed``, so leaving it out only makes the share larger (and
+#: keeps the alarm within CloudWatch's limit of 10 metrics per metric-math alarm).
+UNCOUNTED_METRICS = (c.METRIC_OWED_SENT,)
+
+
 def failed_share(namespace: str, service_name: str) -> cloudwatch.MathExpression:
-    """Percentage of the records reaching an outcome that failed (FIFO records skipped after
-    a failure in their group count as failed, as the runtime counts them)."""
-    names = sorted(set(METRIC_NAMES.values()))
+    """Percentage of the records reaching an outcome that were not done (failed, or owing
+    their outbox) and come back."""
+    names = sorted(set(METRIC_NAMES.values()) - set(UNCOUNTED_METRICS))
     ids = {name: f"m{index}" for index, name in enumerate(names)}
     total = " + ".join(f"FILL({ids[name]}, 0)" for name in names)
+    not_done = " + ".join(f"FILL({ids[name]}, 0)" for name in NOT_DONE_METRICS)
     return cloudwatch.MathExpression(
-        expression=f"100 * FILL({ids[c.METRIC_FAILED]}, 0) / ({total})",
+        expression=f"100 * ({not_done}) / ({total})",
         using_metrics={ids[name]: protocol_metric(namespace, service_name, name) for name in names},
         label="Failed records (%)",
         period=PERIOD,
@@ -136,10 +147,11 @@ class Monitoring(Construct):
                       "check reserved concurrency against the mapping's maximum concurrency.",
                       throttles, 0),
             AlarmSpec("FailedRecords", f"More than {FAILED_SHARE_PERCENT}% of the records "
-                      f"failed in each of {FAILED_SHARE_MINUTES} consecutive minutes: business "
-                      "code keeps raising, or the function may not claim records or send to "
-                      "the DLQ (AccessDenied fails records, not the function). Read the "
-                      "function's logs.", failed, FAILED_SHARE_PERCENT, FAILED_SHARE_MINUTES),
+                      f"failed or owed their outbox in each of {FAILED_SHARE_MINUTES} "
+                      "consecutive minutes: business code keeps raising, or the function may "
+                      "not claim records, send to the DLQ or to an outbox's destination "
+                      "(AccessDenied fails records, not the function). Read the function's "
+                      "logs.", failed, FAILED_SHARE_PERCENT, FAILED_SHARE_MINUTES),
             AlarmSpec("LeaseLost", "A finalize lost its lease: a record ran longer than its "
                       "lease and another invocation took it over. Check the timeouts.",
                       lease_lost, 0),
