@@ -1,7 +1,6 @@
 """Lambda entry point of the example service: ``payments.handler.lambda_handler``.
 
-A message is ``{"paymentId": str, "account": str, "amount": int}`` with the amount in
-integer cents, above zero. Anything else is a ``PermanentError``: retrying cannot fix it.
+A message is a payment (``payments.payment``); anything else is a ``PermanentError``.
 
 ``credit`` writes nothing itself: it stages the ledger's two writes (``payments.ledger``) and
 the notification, and once commits the writes with the payment's record in one transaction,
@@ -14,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from once import Attempt, PermanentError, make_handler
+from once import Attempt, make_handler
 from once import constants as c
 from payments import (
     ENV_LEDGER_TABLE_NAME,
@@ -23,6 +22,7 @@ from payments import (
     STATUS_CREDITED,
     ledger,
 )
+from payments.payment import read
 
 
 def _setting(name: str, what: str) -> str:
@@ -34,13 +34,8 @@ def _setting(name: str, what: str) -> str:
 
 def credit(body: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
     """Credit the payment to its account and announce it, committed once by once."""
-    payment_id, account, amount = (body.get(k) for k in ("paymentId", "account", "amount"))
-    if not isinstance(payment_id, str) or not payment_id:
-        raise PermanentError("paymentId must be a non-empty string")
-    if not isinstance(account, str) or not account:
-        raise PermanentError("account must be a non-empty string")
-    if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
-        raise PermanentError("amount must be an integer number of cents above zero")
+    payment = read(body)
+    payment_id, account, amount = payment.payment_id, payment.account, payment.amount
     table = _setting(ENV_LEDGER_TABLE_NAME, "the ledger table name")
     notifications = _setting(ENV_NOTIFICATIONS_QUEUE_URL, "the notifications queue URL")
 

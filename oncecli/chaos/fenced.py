@@ -33,13 +33,10 @@ class Ledger:
 
     def credit(self, body: dict[str, Any], attempt: Any) -> dict[str, Any]:
         """Apply the payment once. Returns the entry and ``applied``: ``now`` or ``earlier``."""
-        payment_id, account, amount = (body.get(k) for k in ("paymentId", "account", "amount"))
-        if not isinstance(payment_id, str) or not payment_id:
-            raise PermanentError("paymentId must be a non-empty string")
-        if not isinstance(account, str) or not account:
-            raise PermanentError("account must be a non-empty string")
-        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
-            raise PermanentError("amount must be an integer number of cents above zero")
+        from payments.payment import read  # the checkout's example, found by example.require()
+
+        payment = read(body)
+        payment_id, account, amount = payment.payment_id, payment.account, payment.amount
         entry = {
             c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id},
             "account": {"S": account},
