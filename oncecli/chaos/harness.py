@@ -506,6 +506,7 @@ def run_consumer(
         )
         two_hop.notify_dlq = _drain_dlq(sqs, notify_dlq, twohop.notification_id)
         two_hop.notify_left = queue_depth(sqs, notify).total
+        two_hop.parked = {final.keys[h] for h in final.in_dlq if h in final.keys}
     # Beside the history, what the run left behind: the two together are the evidence.
     (workdir / f"{tag}.final.json").write_text(
         json.dumps(
@@ -537,6 +538,8 @@ def run_consumer(
             "executions": sum(1 for e in history if e["e"] == "exec2"),
             "acknowledged": sum(1 for e in history if e["e"] == "ack2"),
             "in_dlq": len(two_hop.notify_dlq),
+            # payments parked in hop 1's DLQ whose record still owes its notification
+            "owed_in_source_dlq": len(two_hop.parked & two_hop.owing_payments()),
             "redriven": notify_redriven,
         }
     result.lost = result.violations["lost"]

@@ -380,22 +380,26 @@ def credit_twice(state: Any, *, retention_s: float | None = None) -> int:
 
 def notified_not_once(state: Any) -> int:
     """Each credited payment's notification is applied by hop 2 exactly once: not zero times
-    (unless the notification is in hop 2's DLQ at the end, parked for a person), never twice;
-    and no notification is applied for a payment never credited."""
+    (unless it waits for a person: the notification in hop 2's DLQ, or the payment message
+    in hop 1's DLQ while its record owes the notification), never twice; and no
+    notification is applied for a payment never credited."""
     credited = {key for key, (_, _, applied) in state.entries.items() if applied}
+    waiting = state.notify_dlq | (state.parked & state.owing_payments())
     count = 0
     for key in credited:
         times = state.notified.get(key, 0)
-        if times > 1 or (times == 0 and key not in state.notify_dlq):
+        if times > 1 or (times == 0 and key not in waiting):
             count += 1
     count += sum(1 for key, times in state.notified.items() if times and key not in credited)
     return count
 
 
 def owed_at_end(state: Any) -> int:
-    """Nothing owed at the end: no record still holds an outbox, and the notifications queue
-    is empty."""
-    return len(state.owed) + state.notify_left
+    """Nothing owed at the end: no record still holds an outbox unless its payment message
+    is in hop 1's DLQ (the runbook's redrive sends what it owes), and the notifications
+    queue is empty."""
+    parked_owing = state.owing_payments() & state.parked
+    return len(state.owed) - len(parked_owing) + state.notify_left
 
 
 def check_two_hop(state: Any, *, retention_s: float | None = None) -> dict[str, int]:

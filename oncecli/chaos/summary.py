@@ -48,7 +48,7 @@ def table(runs: list[Run]) -> Table:
     if any(r.notifications for r in runs):
         # The two-hop workload's: "-" for a one-hop consumer, which has no second hop.
         rows += [(name, [r.violations.get(name, "-") for r in runs]) for name in TWO_HOP_INVARIANTS]
-        for figure in ("deliveries", "executions", "in_dlq"):
+        for figure in ("deliveries", "executions", "in_dlq", "owed_in_source_dlq"):
             rows.append(
                 (f"notifications: {figure}", [r.notifications.get(figure, "-") for r in runs])
             )

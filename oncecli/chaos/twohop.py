@@ -181,12 +181,23 @@ class TwoHopState:
     notify_dlq: set[str] = field(default_factory=set)
     #: messages still in the notifications queue at the end
     notify_left: int = 0
+    #: paymentIds whose payment message is in hop 1's DLQ at the end, parked for a person:
+    #: a record that still owes its notification then owes it by design (the runbook's
+    #: redrive sends it), and is no violation
+    parked: set[str] = field(default_factory=set)
+    #: hop 1's prefix in the idempotency table (records ``<prefix>#<paymentId>``)
+    hop1_prefix: str | None = None
+
+    def owing_payments(self) -> set[str]:
+        """The paymentIds of hop 1's records that still owe their outbox."""
+        prefix = f"{self.hop1_prefix}#"
+        return {r.removeprefix(prefix) for r in self.owed if r.startswith(prefix)}
 
 
 def read_state(ddb: Any, ledger: str, idempotency: str, hop1_prefix: str | None) -> TwoHopState:
     """The ledger's entries, balances and notification counts; and, for once's records
     (``hop1_prefix``, its key prefix), each payment's record status and what is owed."""
-    state = TwoHopState()
+    state = TwoHopState(hop1_prefix=hop1_prefix)
     for item in scan(ddb, ledger):
         key = item[c.PARTITION_KEY]["S"]
         if key.startswith(ENTRY_PREFIX):

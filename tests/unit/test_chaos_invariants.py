@@ -3,6 +3,8 @@ violation it names, and stay quiet where only timing is ambiguous."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from oncecli.chaos.invariants import (
     INVARIANTS,
     FinalState,
@@ -10,11 +12,14 @@ from oncecli.chaos.invariants import (
     ledger_not_once,
     lost,
     mismatch_executed,
+    notified_not_once,
     one_completed_result,
     order_broken,
+    owed_at_end,
     stale_write_landed,
     two_live_owners,
 )
+from oncecli.chaos.twohop import TwoHopState
 
 S = 1_000_000_000  # one second in monotonic nanoseconds
 
@@ -232,3 +237,45 @@ def test_a_standard_queue_has_no_order_to_break() -> None:
 
 def test_check_reports_every_invariant() -> None:
     assert set(check([], fifo(), skew_ms=800, retention_s=10, longest_run_s=4)) == set(INVARIANTS)
+
+
+# --- the two-hop workload (once-atomic) ------------------------------------------------------
+
+
+def two_hop_state(**overrides: Any) -> TwoHopState:
+    """Payment p1 credited and notified once; p2 credited, its notification owed."""
+    state = TwoHopState(
+        entries={"p1": ("a", 5, 1), "p2": ("a", 7, 1)},
+        balances={"a": 12},
+        notified={"p1": 1},
+        records={"p1": "COMPLETED", "p2": "COMPLETED"},
+        owed=["pay#p2"],
+        hop1_prefix="pay",
+    )
+    for name, value in overrides.items():
+        setattr(state, name, value)
+    return state
+
+
+def test_an_owed_notification_whose_payment_was_acknowledged_is_a_violation() -> None:
+    state = two_hop_state()
+    assert notified_not_once(state) == 1
+    assert owed_at_end(state) == 1
+
+
+def test_an_owed_notification_whose_payment_waits_in_the_dlq_is_no_violation() -> None:
+    # The runbook's redrive delivers the payment again, which sends what its record owes.
+    state = two_hop_state(parked={"p2"})
+    assert notified_not_once(state) == 0
+    assert owed_at_end(state) == 0
+
+
+def test_a_parked_payment_whose_record_owes_nothing_must_still_have_been_notified() -> None:
+    state = two_hop_state(parked={"p2"}, owed=[])
+    assert notified_not_once(state) == 1
+    assert owed_at_end(state) == 0
+
+
+def test_a_notification_applied_twice_is_a_violation_wherever_its_payment_is() -> None:
+    state = two_hop_state(notified={"p1": 2, "p2": 1}, owed=[], parked={"p1"})
+    assert notified_not_once(state) == 1
