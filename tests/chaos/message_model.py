@@ -249,7 +249,9 @@ class MessageMachine(RuleBasedStateMachine):
         self.effected_ops: set[str] = set()  # the payload hashes of those operations
         self.in_dlq_ever: set[str] = set()  # keys a copy of which reached the DLQ
         self.dropped: set[str] = set()  # message bodies an operator dropped
-        self.completed_swept: dict[str, int] = defaultdict(int)
+        #: Per key, the owners whose claim completed its record: one per completion, however
+        #: the record was forgotten since (TTL swept it, or its retention passed).
+        self.completions: dict[str, set[str]] = defaultdict(set)
         self.quarantined_now: list[Message] = []
         self.dlq_down = False
         self.out_down = False
@@ -379,8 +381,6 @@ class MessageMachine(RuleBasedStateMachine):
             record = self._record(key)
             if record is None or record.expires_at is None or record.expires_at >= self.clock():
                 continue
-            if record.status == c.STATUS_COMPLETED:
-                self.completed_swept[key] += 1
             self.client.delete_item(
                 TableName=self.table,
                 Key={c.ATTR_ID: {"S": record_id(self.prefix, key)}},
@@ -526,11 +526,12 @@ class MessageMachine(RuleBasedStateMachine):
             self.seen[f"killed {switch.killed_at}"] += 1
             # Nothing of a killed invocation may still run (the kit counts it exactly).
             assert switch.wait_for_the_dead(5), f"killed {switch.killed_at}, still running"
-
             handler.bind()
             return  # nothing acknowledged: the batch comes back after its visibility timeout
         finally:
             self._overrun = False
+            if self.ops:
+                self._observe()  # every completion, before a later claim may replace it
         quarantined = self.quarantined_now[quarantined_before:]
         for message, receipt, end in zip(batch, receipts, result.records, strict=True):
             self.seen[f"outcome {end.outcome}"] += 1
@@ -667,12 +668,12 @@ class MessageMachine(RuleBasedStateMachine):
     def each_completion_landed_its_effect_once(self) -> None:
         if not self.ops:
             return
-        records, effects = self._read_all()
+        records, effects = self._observe()
         for key in sorted(self.ops):
             record, effect = records.get(key), effects.get(key)
             landed = int(effect["n"]["N"]) if effect else 0
             completed = record is not None and record.status == c.STATUS_COMPLETED
-            expected = self.completed_swept[key] + (1 if completed else 0)
+            expected = len(self.completions[key])
             if landed != expected:
                 raise Violation(
                     "effect_not_once",
@@ -680,6 +681,14 @@ class MessageMachine(RuleBasedStateMachine):
                 )
             if completed and effect and record and int(effect["fence"]["N"]) != record.fence:
                 raise Violation("effect_not_once", f"{key}: the effect is another run's")
+
+    def _observe(self) -> tuple[dict[str, Record], dict[str, dict[str, Any]]]:
+        """Every key's record and effect item; each completed record's owner is noted."""
+        records, effects = self._read_all()
+        for key, record in records.items():
+            if record.status == c.STATUS_COMPLETED and record.owner:
+                self.completions[key].add(record.owner)
+        return records, effects
 
     def _read_all(self) -> tuple[dict[str, Record], dict[str, dict[str, Any]]]:
         """Every key's record and effect item, in one consistent BatchGetItem."""

@@ -263,3 +263,28 @@ def test_the_runtime_passes_each_control_sequence(moto_client: Any, control: str
     for key in machine.ops:
         record = machine._record(key)
         assert record is not None and record.status == c.STATUS_COMPLETED, key
+
+
+# --- what the long runs found, replayed ---------------------------------------------------------
+
+
+def test_a_repeat_past_the_retention_lands_its_effect_again_and_is_counted(
+    moto_client: Any,
+) -> None:
+    # Found by the first long run on DynamoDB Local (a defect of the model, not of once): the
+    # commit landed as the invocation died, the message came back past the record's
+    # retention, and its claim found the record forgotten (expired, not yet swept), as the
+    # design says; the effect landed a second time, for a second completion. The model
+    # counted completions only when a sweep deleted one; it now notes each completed
+    # record's owner as it sees it.
+    machine = started(moto_client, batch=1)
+    message = produce(machine, OK)
+    deliver(machine, [message], crash="before_finalize")
+    machine.each_completion_landed_its_effect_once()
+    machine.clock.now += message_model.RETENTION_S + 1
+    batch = machine._receive(1, None, only=[message])
+    machine.stall = (1, batch)
+    machine._invoke(0, batch, None, zombie=True)
+    machine.each_completion_landed_its_effect_once()
+    assert len(machine.completions["k1"]) == 2
+    machine.quiesce()
