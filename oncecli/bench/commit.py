@@ -44,10 +44,10 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 from rich.console import Console
@@ -114,8 +114,9 @@ def body(key: str) -> str:
     return json.dumps({"paymentId": key, "account": f"acct-{key}", "amount": 100})
 
 
-def business(variant: Variant, queue_url: str, ms: float) -> Callable[[Any, Any], Any]:
-    """The ledger's business code, with ``variant``'s effects staged."""
+def business(variant: Variant, queue: str | Outbound, ms: float) -> Callable[[Any, Any], Any]:
+    """The ledger's business code, with ``variant``'s effects staged; its outbox goes to
+    ``queue`` (a URL, or the ``Outbound`` queue of the moment)."""
 
     def process(payment: dict[str, Any], attempt: Any) -> dict[str, Any]:
         if ms:
@@ -147,15 +148,16 @@ def business(variant: Variant, queue_url: str, ms: float) -> Callable[[Any, Any]
                 }
             )
         for seq in range(variant.messages):
-            attempt.send(queue_url, {"paymentId": pid, "status": "credited", "n": seq})
+            url = queue if isinstance(queue, str) else queue.url_for(pid)
+            attempt.send(url, {"paymentId": pid, "status": "credited", "n": seq})
         return {"paymentId": pid, "account": account, "amount": amount, "fence": attempt.fence}
 
     return process
 
 
-def handler(variant: Variant, queue_url: str, ms: float) -> Any:
+def handler(variant: Variant, queue: str | Outbound, ms: float) -> Any:
     return once.make_handler(
-        business(variant, queue_url, ms),
+        business(variant, queue, ms),
         key="paymentId",
         table_name=TABLE,
         key_prefix=KEY_PREFIX,
@@ -336,6 +338,39 @@ def counts(wire: Wire, reader: Any, sqs: Any, queue_url: str, n: int) -> list[di
 
 
 @dataclass
+class Outbound:
+    """The queues the outbox variants send to while they are timed. moto's SendMessageBatch
+    takes time in proportion to the queue's depth (10 ms at 0 messages, 0.7 s at 3,000) and
+    serves one request at a time, which SQS does not: a batch of 100 records with 10 messages
+    each would queue its sends past the runtime's 5 s read timeout. So each payment sends to
+    one of ``SHARDS`` queues (by its id), and after each measured batch, outside the
+    measurement, the variants are given new, empty queues and the old ones are deleted
+    (moto allows one PurgeQueue a minute, as SQS does)."""
+
+    sqs: Any
+    name: str
+    urls: list[str] = field(default_factory=list)
+    made: int = 0
+
+    SHARDS: ClassVar[int] = 16
+
+    def __post_init__(self) -> None:
+        self.empty()
+
+    def url_for(self, payment_id: str) -> str:
+        return self.urls[int(payment_id[:8], 16) % len(self.urls)]
+
+    def empty(self) -> None:
+        old, self.made = self.urls, self.made + 1
+        self.urls = [
+            self.sqs.create_queue(QueueName=f"{self.name}-{self.made}-{n}")["QueueUrl"]
+            for n in range(self.SHARDS)
+        ]
+        for url in old:
+            self.sqs.delete_queue(QueueUrl=url)
+
+
+@dataclass
 class Meters:
     """Wall, consumer CPU, each engine's CPU and the rest of the machine's over a batch."""
 
@@ -367,7 +402,7 @@ class Meters:
 
 
 def warm_up(
-    wire: Wire, meters: Meters, queue_url: str, least: int, most: int
+    wire: Wire, meters: Meters, queue: Outbound, least: int, most: int
 ) -> dict[str, Any] | None:
     """Every variant in batches of 10, no RTT, no business time, in rounds of up to 100
     records per variant, until the engines' CPU per record stops falling (a round within 10%
@@ -375,7 +410,7 @@ def warm_up(
     if most <= 0:
         return None
     wire.latency_ms = 0.0
-    handlers = [handler(v, queue_url, 0) for v in VARIANTS]
+    handlers = [handler(v, queue, 0) for v in VARIANTS]
     rounds: list[float] = []
     done = 0
     while True:
@@ -383,6 +418,7 @@ def warm_up(
         for _ in range(10):
             for h in handlers:
                 s = meters.sample(partial(deliver, h, new_keys(10), "processed"))
+                queue.empty()
                 engine_ms += sum(v for k, v in s.items() if k in ("dynamodb_cpu_ms", "sqs_cpu_ms"))
         done += 100
         rounds.append(engine_ms / (100 * len(handlers)))
@@ -410,11 +446,11 @@ def summary(samples: list[dict[str, float]], size: int) -> dict[str, Any]:
 
 
 def timing(
-    wire: Wire, meters: Meters, queue_url: str, reps: dict[int, int], tick: Callable[[str], None]
+    wire: Wire, meters: Meters, queue: Outbound, reps: dict[int, int], tick: Callable[[str], None]
 ) -> list[dict[str, Any]]:
     """Per batch size, every variant, alternating batch by batch (one untimed batch each)."""
     wire.latency_ms = RTT_MS
-    handlers = [handler(v, queue_url, BUSINESS_MS) for v in VARIANTS]
+    handlers = [handler(v, queue, BUSINESS_MS) for v in VARIANTS]
     rows = []
     for size, n in reps.items():
         tick(f"timing: batches of {size}, {n} per variant")
@@ -428,6 +464,7 @@ def timing(
                 samples[i].append(
                     meters.sample(partial(deliver, handlers[i], new_keys(size), "processed"))
                 )
+                queue.empty()
         for variant, got in zip(VARIANTS, samples, strict=True):
             rows.append({"variant": variant.label, "batch": size, "reps": n} | summary(got, size))
     wire.latency_ms = 0.0
@@ -498,9 +535,10 @@ def measure(engine: str, scale: str) -> dict[str, Any]:
             result["counts"] = counts(wire, reader, sqs, queue_url, p.count)
             wire.capacity_on = False
             tick(f"warm-up: {p.warm_least}-{p.warm_most} records per variant")
-            result["warm_up"] = warm_up(wire, meters, queue_url, p.warm_least, p.warm_most)
-            result["rows"] = timing(wire, meters, queue_url, p.reps, tick)
-            sqs.purge_queue(QueueUrl=queue_url)
+            outbound = Outbound(sqs, "bench-commit-timed")
+            result["warm_up"] = warm_up(wire, meters, outbound, p.warm_least, p.warm_most)
+            result["rows"] = timing(wire, meters, outbound, p.reps, tick)
+            outbound.empty()
     result["load_after"] = os.getloadavg()
     result["seconds"] = time.monotonic() - started
     return result
@@ -615,8 +653,9 @@ shape: `Put` entry + `Update ADD balance`), and two writes with an outbox of 1 a
 messages to an SQS queue. With a staged write the completion is one `TransactWriteItems`
 (the record's element plus the writes); an outbox is sent after that commit and cleared by
 one fenced `UpdateItem`. Each record credits an account of its own, so no two transactions
-of a batch touch one item. Table on {engine}, the outbox's queue on moto's server (SQS),
-`once` with its default `max_workers`.
+of a batch touch one item. Table on {engine}, the outbox's queues on moto's server (SQS;
+while timed, one of 16 queues per payment, new and empty for each batch: moto's send slows
+with the queue's depth, SQS's does not), `once` with its default `max_workers`.
 
 ```bash
 python -m oncecli.bench.commit{"" if result["scale"] == "full" else " --scale " + result["scale"]}
