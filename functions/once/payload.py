@@ -28,8 +28,11 @@ _UNENCODABLE = "unencodable"
 #: Longest type name kept in a stand-in or an error description.
 _TYPE_NAME_MAX_CHARS = 100
 #: What SQS accepts in a message attribute: #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
-#: #x10000-#x10FFFF; the rest is escaped.
-_UNSENDABLE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: #x10000-#x10FFFF; the rest is escaped. Written as the characters it refuses (controls but
+#: tab, newline and carriage return; surrogates; U+FFFE, U+FFFF): the same set as the negation
+#: of the ranges above, and a class re compiles in well under a millisecond at import, where
+#: the negated one over the whole of Unicode takes several.
+_UNSENDABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 class BadMessage(Exception):
