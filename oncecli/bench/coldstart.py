@@ -1,9 +1,19 @@
-"""Cold start: what importing the handler module costs, and how big the Lambda asset is.
+"""Cold start: what importing the handler module costs, what a fresh interpreter takes to
+handle its first record, and how big the Lambda asset is.
 
 Import time is measured in fresh interpreters (the median of several), for
 ``payments.handler`` beside a minimal Powertools consumer module written the documented
 way (``lambdas/powertools_handler.py``). One extra ``-X importtime`` run says which packages
-the time goes to. The asset is ``functions/`` plus what ``requirements-lambda.txt`` installs
+the time goes to.
+
+The first record is what a Lambda cold start bills beyond the runtime's own start: import
+the module (which builds the handler), then handle one SQS batch of one new record. It is
+measured for a minimal once module (``lambdas/once_handler.py``) beside the Powertools one,
+alternating, in fresh interpreters, against a local endpoint that answers every AWS call at
+once with an empty success (``_Answers``): no engine's time, no network, only the client's
+own work (imports, clients, requests). The time is the interpreter's wall clock and its CPU.
+
+The asset is ``functions/`` plus what ``requirements-lambda.txt`` installs
 (``pip install --target``, cached), or the bundle of the last ``make synth`` if there is one.
 """
 
@@ -16,8 +26,12 @@ import shutil
 import statistics
 import subprocess
 import sys
+import threading
+import zlib
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +60,36 @@ RUNTIME_PROVIDED = (
 _PROBE = (
     "import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
 )
+#: The modules whose first record is measured: the same business function, one new record.
+FIRST_RECORD = {
+    "once (minimal)": "once_handler",
+    "Powertools (documented minimal)": "powertools_handler",
+}
+#: A fresh interpreter: import the module, then handle one batch of one new record.
+_FIRST_RECORD_PROBE = """
+import json, time
+EVENT = json.loads({event!r})
+
+
+class Context:
+    function_name = "coldstart"
+    memory_limit_in_mb = 1024
+    aws_request_id = "coldstart-request"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:coldstart"
+
+    def get_remaining_time_in_millis(self):
+        return 60000
+
+
+w0, c0 = time.perf_counter(), time.process_time()
+import {module} as handler_module
+w1 = time.perf_counter()
+response = handler_module.lambda_handler(EVENT, Context())
+w2, c2 = time.perf_counter(), time.process_time()
+assert response == {{"batchItemFailures": []}}, response
+print(json.dumps({{"import_ms": (w1 - w0) * 1000, "first_ms": (w2 - w1) * 1000,
+                  "total_ms": (w2 - w0) * 1000, "cpu_ms": (c2 - c0) * 1000}}))
+"""
 
 
 def _env(functions: Path) -> dict[str, str]:
@@ -78,6 +122,114 @@ def import_ms(module: str, runs: int, functions: Path = FUNCTIONS) -> list[float
         )
         out.append(float(done.stdout.strip().splitlines()[-1]))
     return out
+
+
+class _Answer(BaseHTTPRequestHandler):
+    """Answers every AWS JSON-protocol call with an empty success, on a kept-alive
+    connection: DynamoDB's writes without return values, SQS's and SNS's sends."""
+
+    protocol_version = "HTTP/1.1"
+    # The headers and the body leave in two writes: without this, the second waits for the
+    # client's delayed ACK (some 40 ms on Linux), and the figure would be that wait.
+    disable_nagle_algorithm = True
+    BODY = b"{}"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("Content-Length", str(len(self.BODY)))
+        self.send_header("x-amzn-RequestId", "coldstart")
+        self.send_header("x-amz-crc32", str(zlib.crc32(self.BODY) & 0xFFFFFFFF))
+        self.end_headers()
+        self.wfile.write(self.BODY)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def _answers() -> Iterator[str]:
+    """A local endpoint of ``_Answer``, for the time of the block: its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _one_record_event() -> str:
+    """An SQS event of one new record, as Lambda delivers it."""
+    record = {
+        "messageId": "coldstart-message",
+        "receiptHandle": "coldstart-receipt",
+        "body": json.dumps({"paymentId": os.urandom(8).hex(), "account": "a-1", "amount": 100}),
+        "attributes": {
+            "ApproximateReceiveCount": "1",
+            "SentTimestamp": "1700000000000",
+            "SenderId": "AIDA",
+            "ApproximateFirstReceiveTimestamp": "1700000000000",
+        },
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:coldstart",
+        "awsRegion": "us-east-1",
+    }
+    return json.dumps({"Records": [record]})
+
+
+def first_record(
+    modules: dict[str, tuple[str, Path]], runs: int, sdk: Path | None = None
+) -> dict[str, dict[str, Any]]:
+    """Import plus first record of each of ``modules`` (label: module name, and the Lambda
+    code it is imported beside) in ``runs`` fresh interpreters each, the modules alternating:
+    medians of wall time (import, first record, both) and CPU. ``sdk``: a directory whose
+    boto3 and botocore are imported instead of the installed ones."""
+    samples: dict[str, list[dict[str, float]]] = {label: [] for label in modules}
+    with _answers() as url:
+        envs = {}
+        for label, (_, functions) in modules.items():
+            env = _env(functions)
+            for name in [k for k in env if k.lower() in ("http_proxy", "https_proxy", "all_proxy")]:
+                del env[name]
+            env.update({"AWS_ENDPOINT_URL": url, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+            if sdk is not None:
+                env["PYTHONPATH"] = os.pathsep.join([str(sdk), env["PYTHONPATH"]])
+            envs[label] = env
+        for _ in range(runs):
+            for label, (module, _) in modules.items():
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        "-c",
+                        _FIRST_RECORD_PROBE.format(module=module, event=_one_record_event()),
+                    ],
+                    env=envs[label],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if done.returncode != 0:
+                    raise RuntimeError(f"first record of {module} failed:\n{done.stderr[-2000:]}")
+                samples[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {
+        label: {
+            "module": modules[label][0],
+            "runs": runs,
+            **{
+                f"{key}_median": statistics.median(s[key] for s in rows)
+                for key in ("import_ms", "first_ms", "total_ms", "cpu_ms")
+            },
+            "total_ms_min": min(s["total_ms"] for s in rows),
+            "total_ms_max": max(s["total_ms"] for s in rows),
+        }
+        for label, rows in samples.items()
+    }
 
 
 def import_breakdown(module: str, functions: Path = FUNCTIONS, top: int = 8) -> dict[str, float]:
@@ -206,6 +358,10 @@ def run(
             "max_ms": max(samples),
             "breakdown_ms": import_breakdown(module, functions),
         }
+    tick("cold start: first record")
+    result["first_record"] = first_record(
+        {label: (module, functions) for label, module in FIRST_RECORD.items()}, runs
+    )
     tick("asset size")
     result["asset"] = asset_size(cache, install)
     return result

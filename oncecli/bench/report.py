@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from oncecli.bench import batches, work
+from oncecli.bench import batches, coldstart_page, tuning, work
 from oncecli.bench.latency import COMPARED
 
 ENGINE_TITLE = {"moto": "moto server", "dynamodb-local": "DynamoDB Local"}
@@ -112,16 +112,7 @@ def goal_rows(results: dict[str, Any]) -> Rows:
             )
     cold = results.get("coldstart")
     if cold:
-        ours, theirs = (r["median_ms"] for r in cold["imports"].values())
-        rows.append(
-            [
-                "import time, payments.handler / Powertools minimal",
-                f"{ours:.0f} / {theirs:.0f} ms",
-                "",
-                "≤ 1",
-                verdict(ours <= theirs),
-            ]
-        )
+        rows.extend(coldstart_page.goal_rows(cold))
     return rows
 
 
@@ -219,14 +210,6 @@ def cap_rows(sizes: dict[str, Any]) -> Rows:
     ]
 
 
-def coldstart_rows(cold: dict[str, Any]) -> Rows:
-    rows = []
-    for label, r in cold["imports"].items():
-        top = ", ".join(f"{k} {v:.0f}" for k, v in list(r["breakdown_ms"].items())[:5])
-        rows.append([label, _ms(r["median_ms"]), _ms(r["min_ms"]), _ms(r["max_ms"]), top])
-    return rows
-
-
 # --- plots --------------------------------------------------------------------------------
 
 
@@ -296,18 +279,6 @@ def plot_work(paths: dict[str, Any], path: Path) -> None:
     ax.set(ylabel="DynamoDB calls per record", title="DynamoDB calls per record, by path")
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-
-
-def plot_coldstart(cold: dict[str, Any], path: Path) -> None:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 2.8))
-    labels = list(cold["imports"])
-    ax.barh(labels, [cold["imports"][k]["median_ms"] for k in labels], color=["C0", "C1"])
-    ax.set(xlabel="median import time in a fresh interpreter (ms)", title="Cold start: import")
-    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -510,34 +481,7 @@ duplicate**, because a refused conditional write is billed the size of the item 
         )
     cold = results.get("coldstart")
     if cold:
-        page.text(f"""
-## Cold start
-
-Import time of the handler module in a fresh interpreter, median of {cold["runs"]} processes
-(the module's own import, not the interpreter's start). The Powertools baseline is
-`oncecli/bench/lambdas/powertools_handler.py`: Logger, `BatchProcessor` and the idempotency
-utility, written as the docs write it (its persistence layer creates its DynamoDB client at
-import; `payments.handler` creates its clients at the first invocation). The last column is
-self time by top-level package from one `python -X importtime` run, in ms.
-""")
-        page.table(
-            "Import time (ms)",
-            ["module", "median", "min", "max", "largest self times (ms)"],
-            coldstart_rows(cold),
-        )
-        plot_coldstart(cold, docs / "perf_coldstart.png")
-        page.image("perf_coldstart.png", "import time of the handler modules")
-        asset = cold["asset"]
-        if "total_bytes" in asset:
-            packages = ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in asset["packages"].items())
-            page.text(f"""
-**Lambda asset** ({asset["source"]}): {asset["total_bytes"] / 1e6:.2f} MB unzipped, of which
-our code (`once`, `payments`) is {asset["ours_bytes"] / 1e3:.0f} kB and packages the runtime
-already provides {asset["runtime_provided_bytes"] / 1e6:.2f} MB. Largest packages:
-{packages}.
-""")
-        else:
-            page.text(f"**Lambda asset**: {asset['source']}.")
+        coldstart_page.section(page, cold, docs, _plt())
     tp = results.get("throughput")
     if tp:
         page.text(f"""
@@ -595,6 +539,9 @@ the moment the workers are warm until all messages are deleted.
                 "under `once/` and Powertools' logger formats its log line."
                 f"\n\n```text\n{profile['flat'].strip()}\n```"
             )
+        tuned = tuning.section(docs)
+        if tuned:
+            page.text(tuned)
     page.text(BOUNDS)
     if any(r.get("batches") for r in runs.values()):
         page.text(DISAGREE)
