@@ -2,10 +2,12 @@
 
 It resolves the configuration at the first invocation (arguments first, then environment
 variables, then the defaults in ``constants``), so that a module-level handler can be
-imported before its environment exists. It creates the AWS clients once per process
+imported before its environment exists. It creates the AWS clients once per handler
 (``_client``: from which session, and configured how; SQS and SNS only when first used),
-returns the partial batch response (``Handler.handle`` returns each record's result beside
-it), and sets when the records it reports failed come back (``visibility.py``). The
+is primed before a SnapStart snapshot and closes its connections after a restore
+(``once.snapstart``), returns the partial batch response (``Handler.handle`` returns each
+record's result beside it), and sets when the records it reports failed come back
+(``visibility.py``). The
 handler raises only for a broken configuration; a record-level problem always becomes an
 entry in ``batchItemFailures`` (or an acknowledgment). ``Handler.bind`` runs it with a
 record store or quarantine of the caller's choosing instead of the ones built from the
@@ -25,6 +27,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSEvent
 from botocore.config import Config
 
 from once import constants as c
+from once import snapstart
 from once.backoff import Backoff
 from once.models import BatchResult, Outcome, RecordResult
 from once.observability import log_safely, logger, name_service, publish, subsegment
@@ -90,6 +93,7 @@ class Handler:
         self._quarantine: Quarantine | None = None
         self._outbox: Outbox | None = None
         self._processor: BatchProcessor | None = None
+        self._clients: _ClientsFor | None = None
 
     def bind(
         self,
@@ -111,6 +115,28 @@ class Handler:
         self._outbox = outbox
         self._processor = None
         self._config = None
+
+    def prime(self) -> bool:
+        """Build now what the first invocation would build (the configuration, the clients,
+        the processor), calling no AWS API: what a SnapStart snapshot should hold
+        (``once.snapstart``). False, with nothing built, when the configuration is incomplete:
+        the first invocation then raises, saying what is missing."""
+        try:
+            self._resolved_for_build()
+        except RuntimeError:
+            return False
+        _ = self.processor
+        return True
+
+    def refresh(self) -> None:
+        """After a SnapStart restore: close what the snapshot holds connected or running
+        (every connection of once's clients, the processor's threads), keeping what was
+        built; the next calls connect again and the next batch starts its threads again, in
+        this environment."""
+        if self._processor is not None:
+            self._processor.close()
+        if self._clients is not None:
+            self._clients.close()
 
     @property
     def table_name(self) -> str | None:
@@ -144,34 +170,35 @@ class Handler:
             key_prefix=self._key_prefix or os.getenv(c.ENV_SERVICE_NAME) or None,
         )
 
+    def _resolved_for_build(self) -> _Config:
+        """The configuration a processor is built from; RuntimeError for what is missing."""
+        config = self._resolved()
+        if not config.key_prefix:
+            raise RuntimeError(
+                f"no key prefix: pass key_prefix= to make_handler or set "
+                f"{c.ENV_SERVICE_NAME} (a stable service name, not the function name)"
+            )
+        if self._store is None and not config.table_name:
+            raise RuntimeError(
+                f"no idempotency table: pass table_name= to make_handler or set {c.ENV_TABLE_NAME}"
+            )
+        return config
+
     @property
     def processor(self) -> BatchProcessor:
         """Built at the first invocation, so that importing a handler needs no AWS."""
         if self._processor is None:
-            config = self._resolved()
-            if not config.key_prefix:
-                raise RuntimeError(
-                    f"no key prefix: pass key_prefix= to make_handler or set "
-                    f"{c.ENV_SERVICE_NAME} (a stable service name, not the function name)"
-                )
-            if self._store is None and not config.table_name:
-                raise RuntimeError(
-                    f"no idempotency table: pass table_name= to make_handler or set "
-                    f"{c.ENV_TABLE_NAME}"
-                )
+            config = self._resolved_for_build()
             self._config = config
             name_service()
-            client_config = _client_config(self._max_workers)
+            clients = self._clients = _ClientsFor(_client_config(self._max_workers))
             store = self._store
             if store is None:
                 assert config.table_name is not None
                 store = RecordStore(
-                    _client("dynamodb", client_config),
-                    config.table_name,
-                    retention_s=config.retention_s,
+                    clients("dynamodb"), config.table_name, retention_s=config.retention_s
                 )
             quarantine = self._quarantine
-            clients = _ClientsFor(client_config)
             # SQS is called only for a record that fails or is quarantined, or an outbox's
             # send: a batch without any builds no SQS client.
             needs_sqs = self._backoff is not None or (quarantine is None and config.dlq_url)
@@ -181,6 +208,7 @@ class Handler:
                 quarantine = Quarantine(sqs if config.dlq_url else None, config.dlq_url)
             if self._backoff is not None:
                 self._visibility = Visibility(sqs, self._backoff, logger)
+            assert config.key_prefix is not None
             settings = Settings(
                 key_prefix=config.key_prefix,
                 lease_margin_ms=self._lease_margin_s * 1000,
@@ -264,8 +292,8 @@ class Handler:
 
 
 class _ClientsFor:
-    """once's SQS and SNS clients, one per service and process, each built at its first use
-    (a function that never sends, fails or quarantines a record builds none)."""
+    """once's clients, one per service and handler, each built at its first use (a function
+    that never sends, fails or quarantines a record builds no SQS or SNS client)."""
 
     def __init__(self, config: Config) -> None:
         self._config = config
@@ -275,8 +303,15 @@ class _ClientsFor:
     def __call__(self, service: str) -> Any:
         with self._lock:
             if service not in self._clients:
-                self._clients[service] = _client("sns" if service == "sns" else "sqs", self._config)
+                self._clients[service] = _client(service, self._config)
             return self._clients[service]
+
+    def close(self) -> None:
+        """Close every connection of the clients built so far; each client reconnects at
+        its next call."""
+        with self._lock:
+            for client in self._clients.values():
+                client.close()
 
 
 class _OnFirstUse:
@@ -466,7 +501,7 @@ def make_handler(
             f"retention_s must be a positive number of seconds (got {retention_s}): a record "
             "must outlive the source queue and the DLQ for a late redrive to be deduplicated"
         )
-    return Handler(
+    handler = Handler(
         process,
         reader=BodyReader(key, validate, envelope),
         table_name=table_name,
@@ -484,3 +519,5 @@ def make_handler(
             else None
         ),
     )
+    snapstart.register(handler)
+    return handler
