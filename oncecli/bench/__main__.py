@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()
     plan = {e: _engine_sections(e, engines, sections) for e in engines}
     total = sum(run.steps(e, s, args.scale) for e, s in plan.items())
-    total += len(coldstart.MODULES) + 2 if "coldstart" in sections else 0
+    total += len(coldstart.MODULES) + 3 if "coldstart" in sections else 0
     total += throughput.steps(args.scale) * len(engines) if "throughput" in sections else 0
     results: dict[str, Any] = {"engines": {}}
     with Progress(

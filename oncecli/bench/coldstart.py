@@ -90,6 +90,41 @@ assert response == {{"batchItemFailures": []}}, response
 print(json.dumps({{"import_ms": (w1 - w0) * 1000, "first_ms": (w2 - w1) * 1000,
                   "total_ms": (w2 - w0) * 1000, "cpu_ms": (c2 - c0) * 1000}}))
 """
+#: SnapStart, emulated: the module is imported and the runtime's before-snapshot hooks run
+#: (INIT, then the snapshot); a fork stands for a restore (the process's memory as it was,
+#: nothing of it re-run), whose child runs the after-restore hooks, then one batch of one new
+#: record. Its figures start at the fork: ``import_ms`` holds the after-restore hooks' time.
+#: A real restore also resumes the microVM and pages its memory in, which is not emulated.
+_SNAPSHOT_PROBE = (
+    _FIRST_RECORD_PROBE.split("w0, c0 =")[0]
+    + """
+import os
+import {module} as handler_module
+import snapshot_restore_py
+
+for hook, args, kwargs in reversed(snapshot_restore_py.get_before_snapshot()):
+    hook(*args, **kwargs)
+read_end, write_end = os.pipe()
+if os.fork() == 0:
+    w0, c0 = time.perf_counter(), time.process_time()
+    for hook, args, kwargs in snapshot_restore_py.get_after_restore():
+        hook(*args, **kwargs)
+    w1 = time.perf_counter()
+    response = handler_module.lambda_handler(EVENT, Context())
+    w2, c2 = time.perf_counter(), time.process_time()
+    ok = response == {{"batchItemFailures": []}}
+    os.write(write_end, json.dumps({{"import_ms": (w1 - w0) * 1000, "first_ms": (w2 - w1) * 1000,
+                                    "total_ms": (w2 - w0) * 1000, "cpu_ms": (c2 - c0) * 1000,
+                                    "ok": ok}}).encode())
+    os._exit(0)
+os.close(write_end)
+with os.fdopen(read_end) as pipe:
+    figures = json.loads(pipe.read())
+os.wait()
+assert figures.pop("ok"), "the restored process reported a failed record"
+print(json.dumps(figures))
+"""
+)
 
 
 def _env(functions: Path) -> dict[str, str]:
@@ -184,12 +219,18 @@ def _one_record_event() -> str:
 
 
 def first_record(
-    modules: dict[str, tuple[str, Path]], runs: int, sdk: Path | None = None
+    modules: dict[str, tuple[str, Path]],
+    runs: int,
+    sdk: Path | None = None,
+    *,
+    snapshot: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Import plus first record of each of ``modules`` (label: module name, and the Lambda
     code it is imported beside) in ``runs`` fresh interpreters each, the modules alternating:
     medians of wall time (import, first record, both) and CPU. ``sdk``: a directory whose
-    boto3 and botocore are imported instead of the installed ones."""
+    boto3 and botocore are imported instead of the installed ones. ``snapshot``: SnapStart
+    emulated (``_SNAPSHOT_PROBE``): restore hooks plus first record, from the restore."""
+    probe = _SNAPSHOT_PROBE if snapshot else _FIRST_RECORD_PROBE
     samples: dict[str, list[dict[str, float]]] = {label: [] for label in modules}
     with _answers() as url:
         envs = {}
@@ -207,7 +248,7 @@ def first_record(
                     [
                         sys.executable,
                         "-c",
-                        _FIRST_RECORD_PROBE.format(module=module, event=_one_record_event()),
+                        probe.format(module=module, event=_one_record_event()),
                     ],
                     env=envs[label],
                     capture_output=True,
@@ -361,6 +402,10 @@ def run(
     tick("cold start: first record")
     result["first_record"] = first_record(
         {label: (module, functions) for label, module in FIRST_RECORD.items()}, runs
+    )
+    tick("cold start: first record after a snapshot")
+    result["snapshot"] = first_record(
+        {label: (module, functions) for label, module in FIRST_RECORD.items()}, runs, snapshot=True
     )
     tick("asset size")
     result["asset"] = asset_size(cache, install)

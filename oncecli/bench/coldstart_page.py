@@ -1,5 +1,6 @@
 """The page's cold start section and goal rows: import time of the handler modules, the
-first record in a fresh interpreter, and the Lambda asset (``coldstart.py`` measures them)."""
+first record in a fresh interpreter and after an emulated SnapStart restore, and the Lambda
+asset (``coldstart.py`` measures them)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,18 @@ def goal_rows(cold: dict[str, Any]) -> Rows:
         rows.append(
             [
                 "cold start: import + make_handler + first record, once / Powertools",
+                f"{once:.0f} / {pt:.0f} ms = {once / pt:.2f}",
+                "",
+                f"≤ {FIRST_RECORD_GOAL}",
+                _verdict(once / pt <= FIRST_RECORD_GOAL),
+            ]
+        )
+    snapshot = cold.get("snapshot")
+    if snapshot:
+        once, pt = (r["total_ms_median"] for r in snapshot.values())
+        rows.append(
+            [
+                "SnapStart, emulated: restore hooks + first record, once / Powertools",
                 f"{once:.0f} / {pt:.0f} ms = {once / pt:.2f}",
                 "",
                 f"≤ {FIRST_RECORD_GOAL}",
@@ -109,6 +122,22 @@ self time by top-level package from one `python -X importtime` run, in ms.
             "Cold start: import + first record (ms)",
             ["module", "import", "first record", "total (median)", "total min-max", "CPU"],
             first_record_rows(first),
+        )
+    snapshot = cold.get("snapshot")
+    if snapshot:
+        page.text(
+            "With SnapStart (`OnceConsumer(snap_start=True)`), emulated: the module is "
+            "imported and the runtime's before-snapshot hooks run (once's prime the handler: "
+            "configuration, processor, DynamoDB client, no AWS call); a fork stands for a "
+            "restore, whose child runs the after-restore hooks (once's close every connection "
+            "and thread the snapshot holds) and handles one new record. The figures start at "
+            "the fork. What a real restore adds, resuming the microVM and paging its memory "
+            "in, is not emulated: Lambda reports it as the Restore Duration, and bills it."
+        )
+        page.table(
+            "SnapStart, emulated: after the restore (ms)",
+            ["module", "restore hooks", "first record", "total (median)", "total min-max", "CPU"],
+            first_record_rows(snapshot),
         )
     asset = cold["asset"]
     if "total_bytes" in asset:

@@ -32,6 +32,16 @@ def test_the_cold_start_goal_is_once_over_powertools_first_record() -> None:
     assert coldstart_page.goal_rows(cold)[1][-1] == "NOT met"
 
 
+def test_the_snapstart_row_is_once_over_powertools_after_the_emulated_restore() -> None:
+    cold = {
+        "imports": {"once": {"median_ms": 100.0}, "powertools": {"median_ms": 200.0}},
+        "snapshot": {"once": _first(14.0), "powertools": _first(20.0)},
+    }
+    [_, row] = coldstart_page.goal_rows(cold)
+    assert row[0].startswith("SnapStart, emulated")
+    assert row[1:] == ["14 / 20 ms = 0.70", "", "≤ 0.6", "NOT met"]
+
+
 def test_the_tuning_subsection_renders_every_saved_run(tmp_path: Path) -> None:
     assert tuning.section(tmp_path) is None
     cell = {"cpu_ms": 2.0, "cpu_ms_min": 1.9, "cpu_ms_max": 2.1}
