@@ -54,6 +54,16 @@ class Outcome(StrEnum):
             Outcome.OWED_SENT,
         )
 
+    @property
+    def log_level(self) -> str:
+        """The level of the record's log line: ``info`` for a healthy flow (done, or a copy
+        waiting for the live claim), ``warning`` for what an operator may have to act on or
+        explain (not done and coming back, refused, in the DLQ, still owing messages). With
+        ``POWERTOOLS_LOG_LEVEL=WARNING`` the happy path writes no line, and every such
+        record still does."""
+        healthy = (Outcome.PROCESSED, Outcome.DUPLICATE, Outcome.OWED_SENT, Outcome.BUSY)
+        return "info" if self in healthy else "warning"
+
 
 #: EMF metric name for each outcome.
 METRIC_NAMES: dict[Outcome, str] = {

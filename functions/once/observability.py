@@ -1,7 +1,8 @@
 """Powertools logger, metrics and tracing for the layer, each once's own.
 
-Every record gets one log line with ``message_id``, ``key``, ``fence`` and ``outcome``; no
-payload values are logged at INFO. Each outcome is an EMF metric (names in
+Every record gets one log line with ``message_id``, ``key``, ``fence`` and ``outcome``, at
+the outcome's level (``Outcome.log_level``: INFO when done or waiting for a live claim,
+WARNING otherwise); no payload values are logged at INFO. Each outcome is an EMF metric (names in
 ``once.constants``); of these, the stack alarms on ``LeaseLost``, ``Conflict`` and
 ``LeaseExpired``.
 

@@ -521,7 +521,7 @@ class BatchProcessor:
     def _log(self, handled: RecordResult) -> None:
         log_safely(
             self._logger,
-            "info",
+            handled.outcome.log_level,
             f"record {handled.outcome.value}",
             message_id=handled.message_id,
             key=handled.key,

@@ -1,5 +1,6 @@
-"""What operators see: one INFO line per record with ``message_id``, ``key``, ``fence`` and
-``outcome`` and no payload values; one EMF metric per outcome."""
+"""What operators see: one line per record with ``message_id``, ``key``, ``fence`` and
+``outcome`` and no payload values, at INFO when it is done and at WARNING when it needs a
+look; one EMF metric per outcome."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import logging
 import warnings
 from typing import Any
 
+import pytest
+
 from once import PermanentError
 from once import constants as c
+from once.models import Outcome
 from once.observability import logger as once_logger
 from once.observability import publish
 from tests.conftest import Spy, message_ids
@@ -113,9 +117,13 @@ def test_record_lines_carry_the_protocol_fields_and_no_payload_values(
     for record in caplog.records:
         if record.levelno <= logging.INFO:  # whatever logger wrote it
             assert SECRET_ITEM not in record.getMessage()
-    info = [r for r in caplog.records if r.levelno == logging.INFO and r.name == once_logger.name]
-    formatted = [once_logger.registered_formatter.format(r) for r in info]
-    assert len(info) == len(event["Records"])
+    lines = [
+        r
+        for r in caplog.records
+        if r.name == once_logger.name and r.getMessage().startswith("record ")
+    ]
+    formatted = [once_logger.registered_formatter.format(r) for r in lines]
+    assert len(lines) == len(event["Records"])
     for line in formatted:
         assert SECRET_ITEM not in line
         assert str(SECRET_QTY) not in line
@@ -124,6 +132,36 @@ def test_record_lines_carry_the_protocol_fields_and_no_payload_values(
     by_id = {json.loads(line)["message_id"]: json.loads(line) for line in formatted}
     first = by_id[event["Records"][0]["messageId"]]
     assert (first["key"], first["fence"], first["outcome"]) == ("o-0", 1, "processed")
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_a_record_line_is_info_only_when_the_record_is_done_or_waits_for_a_live_claim(
+    outcome,
+) -> None:
+    healthy = outcome in (Outcome.PROCESSED, Outcome.DUPLICATE, Outcome.OWED_SENT, Outcome.BUSY)
+    assert outcome.log_level == ("info" if healthy else "warning")
+
+
+def test_at_warning_the_happy_path_writes_no_line_and_a_problem_record_still_does(
+    aws, once_handler, sqs_event, caplog
+) -> None:
+    def business(body: Any, attempt: Any) -> Any:
+        if body["orderId"] == "o-2":
+            raise RuntimeError("warehouse offline")
+        return {}
+
+    event = sqs_event([{"orderId": "o-1"}, {"orderId": "o-1"}, {"orderId": "o-2"}, "not json"])
+    with caplog.at_level(logging.WARNING, logger=once_logger.name):
+        once_handler(Spy(business))(event, None)
+    lines = [
+        json.loads(once_logger.registered_formatter.format(r))
+        for r in caplog.records
+        if r.name == once_logger.name and r.getMessage().startswith("record ")
+    ]
+    ids = message_ids(event)
+    assert sorted((line["message_id"], line["outcome"]) for line in lines) == sorted(
+        [(ids[2], "failed"), (ids[3], "quarantined")]
+    )
 
 
 class InventoryError(PermanentError):
