@@ -82,6 +82,42 @@ def _seconds(name: str, value: Duration) -> float:
     return value.to_seconds(integral=False)
 
 
+#: The oldest Python runtime Lambda SnapStart supports.
+SNAP_START_MIN_PYTHON = (3, 12)
+#: The alias the event source mapping invokes with SnapStart on: its published version.
+SNAP_START_ALIAS = "live"
+
+
+def _python_version(runtime: lambda_.Runtime) -> tuple[int, ...] | None:
+    """(3, 13) for ``python3.13``; None for a runtime that is not a Python one."""
+    name = runtime.name.removeprefix("python")
+    if name == runtime.name or not all(part.isdigit() for part in name.split(".")):
+        return None
+    return tuple(int(part) for part in name.split("."))
+
+
+def snap_start_problem(snap_start: object, runtime: lambda_.Runtime) -> str | None:
+    """Why ``snap_start`` cannot be given to a function on ``runtime``, or None.
+
+    The construct sets neither provisioned concurrency, nor EFS, nor ephemeral storage (it
+    stays at Lambda's 512 MB), which SnapStart refuses: the runtime is all there is to check.
+    """
+    if not isinstance(snap_start, bool):
+        return (
+            f"snap_start={snap_start!r}: pass True to restore the function from a snapshot "
+            "of its initialized environment, or False (the default)"
+        )
+    version = _python_version(runtime)
+    if snap_start and (version is None or version < SNAP_START_MIN_PYTHON):
+        minimum = ".".join(map(str, SNAP_START_MIN_PYTHON))
+        return (
+            f"snap_start=True: Lambda SnapStart for Python needs the python{minimum} runtime "
+            f"or later, and the function runs on {runtime.name} (RUNTIME in "
+            "once_cdk/bundling.py); leave snap_start off"
+        )
+    return None
+
+
 def _poller_config(pollers: tuple[int, int] | None) -> lambda_.ProvisionedPollerConfig | None:
     """Provisioned mode's (minimum, maximum) event pollers, or None for Lambda's scaling."""
     if pollers is None:
@@ -95,8 +131,8 @@ class OnceConsumer(Construct):
     once consumer.
 
     Attributes: ``queue``, ``dlq``, ``table``, ``function``, ``alarm_topic``; also
-    ``settings`` (the derived values), ``role``, ``log_group``, ``mapping``, ``alarms`` and
-    ``dashboard``.
+    ``settings`` (the derived values), ``role``, ``log_group``, ``mapping``, ``alias``
+    (with ``snap_start=True``, else None), ``alarms`` and ``dashboard``.
 
     ``maxReceiveCount``, derived (``max_receive_count=None``) or given, is held to one rule:
     the retry window before the DLQ, the sum of the handler's backoffs over the receives,
@@ -133,6 +169,30 @@ class OnceConsumer(Construct):
     event source mapping: how many messages it polled, filtered out, invoked the function
     with and failed to invoke. They tell the mapping's side of a backlog apart from the
     function's; the construct's alarms and dashboard do not read them.
+
+    ``snap_start=True``, off by default (the template then holds no version and no alias),
+    turns on Lambda SnapStart: the function's INIT phase (its imports and everything built at
+    import, once's runtime and the business code's module level) runs once, when a version is
+    published, and new execution environments are restored from a snapshot of it instead of
+    running it again, which takes most of a cold start away. SnapStart applies to published
+    versions only, so the construct publishes one (``function.current_version``), points
+    an alias ``live`` at it (``alias``, None when off) and has the mapping invoke the alias,
+    never ``$LATEST``. It costs money and time: for Python, Lambda bills the caching of each
+    published version's snapshot (per GB of the function's memory, for as long as the
+    version is active) and each restore (per GB restored); every deploy that changes the
+    function publishes a new version and takes a new snapshot, and takes longer for it. The
+    role, the grants (``grant_*(consumer.function)``), the reserved concurrency and the
+    alarms stay the function's: Lambda's metrics by ``FunctionName`` add up all its versions
+    and aliases. once makes its own runtime safe to snapshot (``once.snapstart``): it builds
+    its handler before the snapshot without calling AWS, closes every connection and thread
+    the snapshot holds after a restore, and draws a claim's owner token at the claim, never
+    at INIT. The business code must be safe too:
+    anything unique (random seeds, ids) or connected (clients, connections, credentials) it
+    builds at import must be refreshed in an ``after_restore`` hook
+    (``snapshot_restore_py.register_after_restore``), or every environment restored from the
+    snapshot shares it. SnapStart needs the python3.12 runtime or later; Lambda refuses it
+    together with provisioned concurrency, EFS or more than 512 MB of ephemeral storage,
+    none of which the construct sets (do not add them to ``function``).
     """
 
     def __init__(
@@ -158,6 +218,7 @@ class OnceConsumer(Construct):
         backoff: Backoff | None = DEFAULT_BACKOFF,
         provisioned_pollers: tuple[int, int] | None = None,
         event_count_metrics: bool = False,
+        snap_start: bool = False,
     ) -> None:
         # Everything is checked before the construct joins the tree: a refused setting
         # leaves no half-built consumer behind.
@@ -177,6 +238,9 @@ class OnceConsumer(Construct):
             provisioned_pollers=provisioned_pollers,
             event_count_metrics=event_count_metrics,
         )
+        snap_start_refused = snap_start_problem(snap_start, RUNTIME)
+        if snap_start_refused:
+            raise ConfigurationError(snap_start_refused)
         retention = retention_days(log_retention)
         code_path = Path(code_dir).resolve()
         problem = check_code_dir(code_path, handler)
@@ -210,6 +274,10 @@ class OnceConsumer(Construct):
             "the application grants its own resources.",
         )
         namespace = environment.get(c.ENV_METRICS_NAMESPACE, c.DEFAULT_METRICS_NAMESPACE)
+        # Off, the function gets no snap_start property at all: the template stays as it was.
+        snap_start_config: dict[str, Any] = (
+            {"snap_start": lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS} if snap_start else {}
+        )
         self.function = lambda_.Function(
             self,
             "Function",
@@ -233,6 +301,18 @@ class OnceConsumer(Construct):
             },
             description=f"once consumer {service_name}: {handler} behind a fenced "
             "lock/finalize protocol on DynamoDB.",
+            **snap_start_config,
+        )
+        # SnapStart restores published versions only: the mapping invokes an alias of one.
+        self.alias: lambda_.Alias | None = (
+            lambda_.Alias(
+                self,
+                "Live",
+                alias_name=SNAP_START_ALIAS,
+                version=self.function.current_version,
+            )
+            if snap_start
+            else None
         )
         self._allow(permissions.IDEMPOTENCY_TABLE_ACTIONS, self.table.table_arn)
         self._allow(permissions.SOURCE_QUEUE_ACTIONS, self.queue.queue_arn)
@@ -242,7 +322,7 @@ class OnceConsumer(Construct):
         self.mapping = lambda_.EventSourceMapping(
             self,
             "Mapping",
-            target=self.function,
+            target=self.alias or self.function,
             event_source_arn=self.queue.queue_arn,
             batch_size=settings.batch_size,
             max_batching_window=Duration.seconds(int(settings.batching_window_s)),
