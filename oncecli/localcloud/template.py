@@ -163,8 +163,7 @@ def _consumers(stack: str, template: dict[str, Any], assembly: Path) -> list[Con
     found = []
     for mapping_id, mapping in resources_of(template, "AWS::Lambda::EventSourceMapping").items():
         props = mapping.get("Properties", {})
-        function_ref = props.get("FunctionName", {})
-        function_id = function_ref.get("Ref") if isinstance(function_ref, dict) else None
+        function_id = _invoked_function(resources, props.get("FunctionName"))
         source = props.get("EventSourceArn", {})
         queue_id = source.get("Fn::GetAtt", [None])[0] if isinstance(source, dict) else None
         function = resources.get(function_id or "", {})
@@ -188,6 +187,28 @@ def _consumers(stack: str, template: dict[str, Any], assembly: Path) -> list[Con
             )
         )
     return found
+
+
+def _invoked_function(resources: dict[str, Any], function_name: Any) -> str | None:
+    """The logical id of the function a mapping's ``FunctionName`` invokes: the function
+    itself, or through an alias or a version of it (``OnceConsumer(snap_start=True)``
+    invokes the alias ``live`` of a published version)."""
+    seen: set[str] = set()
+    todo = sorted(_references(function_name))
+    while todo:
+        logical_id = todo.pop()
+        if logical_id in seen:
+            continue
+        seen.add(logical_id)
+        resource = resources.get(logical_id, {})
+        if resource.get("Type") == "AWS::Lambda::Function":
+            return logical_id
+        if resource.get("Type") in ("AWS::Lambda::Alias", "AWS::Lambda::Version"):
+            props = resource.get("Properties", {})
+            todo.extend(
+                sorted(_references([props.get("FunctionName"), props.get("FunctionVersion")]))
+            )
+    return None
 
 
 def stacks_of(assembly: Path) -> list[StackFound]:

@@ -1,6 +1,6 @@
 """A team's own app, as a new user makes it: outside the repository, once installed from
 the checkout (not editable), a handler and an ``app.py`` with two ``OnceConsumer``s in two
-stacks, and a ``cdk.json``. ``once up`` runs it; ``once send`` twice shows a DUPLICATE in
+stacks (one with SnapStart on: its mapping invokes an alias), and a ``cdk.json``. ``once up`` runs it; ``once send`` twice shows a DUPLICATE in
 ``once status``; the team's own integration tests pass on the ``once_cloud`` fixture.
 
 The team's code is not ours: its business code logs with its own Logger and publishes its
@@ -75,7 +75,7 @@ add_cli_outputs(orders)
 mail = cdk.Stack(app, "Mail")
 notices = OnceConsumer(
     mail, "Notices", code_dir="mail", handler="notices.handler.handler",
-    service_name="notices", timeout=cdk.Duration.seconds(3),
+    service_name="notices", timeout=cdk.Duration.seconds(3), snap_start=True,
 )
 add_cli_outputs(notices)
 app.synth()

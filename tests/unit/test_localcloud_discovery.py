@@ -21,6 +21,7 @@ mappings = st.lists(
             "once_env": st.booleans(),  # the function has once's environment
             "source": st.sampled_from(["AWS::SQS::Queue", "AWS::Kinesis::Stream"]),
             "asset": st.booleans(),
+            "alias": st.booleans(),  # the mapping invokes an alias of a version (SnapStart)
         }
     ),
     max_size=6,
@@ -40,10 +41,26 @@ def _template(specs: list[dict[str, Any]], stack: str) -> dict[str, Any]:
             "Metadata": metadata,
         }
         resources[f"Source{n}"] = {"Type": spec["source"]}
+        invoked: dict[str, Any] = {"Ref": f"Function{n}"}
+        if spec["alias"]:  # as aws-cdk-lib writes a mapping on Alias(version=current_version)
+            resources[f"Version{n}"] = {
+                "Type": "AWS::Lambda::Version",
+                "Properties": {"FunctionName": {"Ref": f"Function{n}"}},
+            }
+            resources[f"Alias{n}"] = {
+                "Type": "AWS::Lambda::Alias",
+                "Properties": {
+                    "FunctionName": {"Ref": f"Function{n}"},
+                    "FunctionVersion": {"Fn::GetAtt": [f"Version{n}", "Version"]},
+                    "Name": "live",
+                },
+            }
+            arn = {"Fn::Split": [":", {"Ref": f"Alias{n}"}]}
+            invoked = {"Fn::Join": ["", [{"Fn::Select": [6, arn]}, ":", {"Fn::Select": [7, arn]}]]}
         resources[f"Mapping{n}"] = {
             "Type": "AWS::Lambda::EventSourceMapping",
             "Properties": {
-                "FunctionName": {"Ref": f"Function{n}"},
+                "FunctionName": invoked,
                 "EventSourceArn": {"Fn::GetAtt": [f"Source{n}", "Arn"]},
             },
         }
@@ -70,7 +87,11 @@ def test_every_once_consumer_is_found_and_nothing_else(tmp_path: Path, specs: li
 
 
 def _stack(artifact: str, consumers: bool, deps: list[str]) -> StackFound:
-    specs = [{"once_env": True, "source": "AWS::SQS::Queue", "asset": False}] if consumers else []
+    specs = (
+        [{"once_env": True, "source": "AWS::SQS::Queue", "asset": False, "alias": False}]
+        if consumers
+        else []
+    )
     return StackFound(artifact, artifact, _template(specs, artifact), [], deps)
 
 
