@@ -7,13 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-Rows = list[list[str]]
+from oncecli.bench.page import Rows, verdict
+
 #: Cold start (import + make_handler + first record), once over Powertools' medians.
 FIRST_RECORD_GOAL = 0.6
-
-
-def _verdict(ok: bool) -> str:
-    return "met" if ok else "NOT met"
 
 
 def goal_rows(cold: dict[str, Any]) -> Rows:
@@ -24,7 +21,7 @@ def goal_rows(cold: dict[str, Any]) -> Rows:
             f"{ours:.0f} / {theirs:.0f} ms",
             "",
             "≤ 1",
-            _verdict(ours <= theirs),
+            verdict(ours <= theirs),
         ]
     ]
     first = cold.get("first_record")
@@ -36,7 +33,7 @@ def goal_rows(cold: dict[str, Any]) -> Rows:
                 f"{once:.0f} / {pt:.0f} ms = {once / pt:.2f}",
                 "",
                 f"≤ {FIRST_RECORD_GOAL}",
-                _verdict(once / pt <= FIRST_RECORD_GOAL),
+                verdict(once / pt <= FIRST_RECORD_GOAL),
             ]
         )
     snapshot = cold.get("snapshot")
@@ -48,7 +45,7 @@ def goal_rows(cold: dict[str, Any]) -> Rows:
                 f"{once:.0f} / {pt:.0f} ms = {once / pt:.2f}",
                 "",
                 f"≤ {FIRST_RECORD_GOAL}",
-                _verdict(once / pt <= FIRST_RECORD_GOAL),
+                verdict(once / pt <= FIRST_RECORD_GOAL),
             ]
         )
     return rows
