@@ -1,12 +1,12 @@
 """``make bench``: every benchmark, then ``docs/performance.md`` and its plots.
 
     python -m oncecli.bench [--scale full|quick|smoke] [--engines moto,dynamodb-local]
-                            [--sections work,batches,latency,profile,coldstart,throughput]
+                            [--sections work,batches,latency,profile,coldstart,footprint,throughput]
 
 Each engine's measurements run in a child process (``oncecli.bench.run``), under
 ``unshare -n`` for DynamoDB Local, with stdout discarded (the consumers log each record
 there, as in Lambda); the children report progress on stderr and results as JSON. Cold
-start and throughput run from here. ``--functions DIR`` puts another copy of the Lambda
+start, footprint and throughput run from here. ``--functions DIR`` puts another copy of the Lambda
 code first on the path of every child: that is how a tuning change is measured before it
 is applied.
 """
@@ -26,14 +26,14 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from oncecli.bench import coldstart, run, throughput
+from oncecli.bench import coldstart, footprint, run, throughput
 from oncecli.bench.report import machine, render
 from oncecli.demo import example
 from oncecli.errors import CliError
 from oncecli.localcloud.engines import ENGINES, in_private_netns, netns_argv
 from oncecli.project import ROOT
 
-ALL_SECTIONS = ("work", "batches", "latency", "profile", "coldstart", "throughput")
+ALL_SECTIONS = ("work", "batches", "latency", "profile", "coldstart", "footprint", "throughput")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "once-bench"
 
 
@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = {e: _engine_sections(e, engines, sections) for e in engines}
     total = sum(run.steps(e, s, args.scale) for e, s in plan.items())
     total += len(coldstart.MODULES) + 3 if "coldstart" in sections else 0
+    fresh_runs = {"smoke": 2, "goal": 5, "quick": 5, "full": 15}[args.scale]
+    total += footprint.steps(fresh_runs) if "footprint" in sections else 0
     total += throughput.steps(args.scale) * len(engines) if "throughput" in sections else 0
     results: dict[str, Any] = {"engines": {}}
     with Progress(
@@ -167,13 +169,16 @@ def main(argv: list[str] | None = None) -> int:
                     task,
                 )
         if "coldstart" in sections:
-            runs = {"smoke": 2, "goal": 5, "quick": 5, "full": 15}[args.scale]
             results["coldstart"] = coldstart.run(
-                runs,
+                fresh_runs,
                 CACHE,
                 tick,
                 functions=args.functions or functions,
                 install=args.scale != "smoke",
+            )
+        if "footprint" in sections:
+            results["footprint"] = footprint.run(
+                fresh_runs, tick, functions=args.functions or functions
             )
         if "throughput" in sections:
             results["throughput"] = {

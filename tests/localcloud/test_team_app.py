@@ -1,7 +1,8 @@
 """A team's own app, as a new user makes it: outside the repository, once installed from
 the checkout (not editable), a handler and an ``app.py`` with two ``OnceConsumer``s in two
-stacks (one with SnapStart on: its mapping invokes an alias), and a ``cdk.json``. ``once up`` runs it; ``once send`` twice shows a DUPLICATE in
-``once status``; the team's own integration tests pass on the ``once_cloud`` fixture.
+stacks (one with SnapStart on: its mapping invokes an alias), and a ``cdk.json``.
+``once up`` runs it; ``once send`` twice shows a DUPLICATE in ``once status``; the team's
+own integration tests pass on the ``once_cloud`` fixture.
 
 The team's code is not ours: its business code logs with its own Logger and publishes its
 own Powertools metrics, in its own namespace, beside once's.
