@@ -32,12 +32,11 @@ def goal_rows(engine: str, result: dict[str, Any]) -> Rows:
             )
         rows.append(
             [
-                f"CPU ms per new record, batch of {row['batch']}, once / Powertools",
-                f"{once['cpu_ms_per_record']:.2f} / {pt['cpu_ms_per_record']:.2f}"
-                f" = {once['cpu_ms_per_record'] / pt['cpu_ms_per_record']:.2f}",
+                f"CPU ms per new record, batch of {row['batch']}, once (Powertools)",
+                f"{once['cpu_ms_per_record']:.2f} ({pt['cpu_ms_per_record']:.2f})",
                 "",
-                "≤ 1",
-                verdict(once["cpu_ms_per_record"] <= pt["cpu_ms_per_record"]),
+                f"≤ {batches.CPU_GOAL_MS:.1f}",
+                verdict(once["cpu_ms_per_record"] <= batches.CPU_GOAL_MS),
             ]
         )
     return rows
