@@ -715,18 +715,6 @@ def write_section(docs: Path, markdown: str) -> Path:
     return path
 
 
-def _enter_private_netns(argv: list[str]) -> None:
-    """Re-execute this module in a private network namespace, for DynamoDB Local."""
-    if engines.in_private_netns():
-        return
-    if os.environ.get(engines.NETNS_ENV):
-        raise engines.UnshareNotPermitted("entered a network namespace, but loopback is not up")
-    os.environ[engines.NETNS_ENV] = "1"
-    command = engines.netns_argv([sys.executable, "-m", "oncecli.bench.commit", *argv])
-    sys.stdout.flush()
-    os.execv(command[0], command)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m oncecli.bench.commit", description=__doc__.split("\n\n")[0]
@@ -747,7 +735,9 @@ def main(argv: list[str] | None = None) -> int:
         result = json.loads(args.render.read_text())
     else:
         if args.engine == "dynamodb-local":
-            _enter_private_netns(sys.argv[1:] if argv is None else argv)
+            engines.enter_private_netns(
+                sys.argv[1:] if argv is None else argv, "oncecli.bench.commit"
+            )
         result = measure(args.engine, args.scale)
         if args.json:
             args.json.write_text(json.dumps(result, indent=1) + "\n")

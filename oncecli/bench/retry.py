@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import tempfile
 import time
@@ -243,18 +242,6 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def _enter_private_netns(argv: list[str]) -> None:
-    """Re-execute this module in a private network namespace, for DynamoDB Local."""
-    if engines.in_private_netns():
-        return
-    if os.environ.get(engines.NETNS_ENV):
-        raise engines.UnshareNotPermitted("entered a network namespace, but loopback is not up")
-    os.environ[engines.NETNS_ENV] = "1"
-    command = engines.netns_argv([sys.executable, "-m", __spec__.name, *argv])
-    sys.stdout.flush()
-    os.execv(command[0], command)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m oncecli.bench.retry",
@@ -270,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plot", type=Path, metavar="PNG", help="also plot to PNG")
     args = parser.parse_args(argv)
     if args.engine == "dynamodb-local":
-        _enter_private_netns(sys.argv[1:] if argv is None else argv)
+        engines.enter_private_netns(sys.argv[1:] if argv is None else argv, __spec__.name)
     rows = measure(args.engine, pairs=args.pairs, failing=args.failing, workers=args.workers)
     Console().print(table(rows, args.engine))
     if args.json:

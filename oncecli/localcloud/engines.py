@@ -8,7 +8,7 @@ stop them on every ordinary exit.
 
 DynamoDB Local cannot choose its listen address, so it runs inside a private network
 namespace (``unshare -n``, loopback up) together with everything that talks to it:
-``enter_private_netns`` re-executes the CLI there.
+``enter_private_netns`` re-executes the CLI (or a benchmark module) there.
 """
 
 from __future__ import annotations
@@ -263,8 +263,8 @@ def in_private_netns() -> bool:
     return True
 
 
-def enter_private_netns(args: Sequence[str]) -> None:
-    """Re-execute ``python -m oncecli.cli ARGS`` in a new network namespace with lo up.
+def enter_private_netns(args: Sequence[str], module: str = "oncecli.cli") -> None:
+    """Re-execute ``python -m MODULE ARGS`` in a new network namespace with lo up.
 
     Returns only if we already are in one; the same process (same pid) continues there, so
     Ctrl-C and exit codes behave as before.
@@ -275,7 +275,7 @@ def enter_private_netns(args: Sequence[str]) -> None:
         raise UnshareNotPermitted(
             "entered a network namespace, but loopback is not up (is `ip` from iproute2 installed?)"
         )
-    argv = netns_argv([sys.executable, "-m", "oncecli.cli", *args])
+    argv = netns_argv([sys.executable, "-m", module, *args])
     probe = subprocess.run([argv[0], "-n", "true"], capture_output=True, text=True, check=False)
     if probe.returncode != 0:
         raise UnshareNotPermitted(
