@@ -61,9 +61,11 @@ class Outcome(StrEnum):
         explain (not done and coming back, refused, in the DLQ, still owing messages). With
         ``POWERTOOLS_LOG_LEVEL=WARNING`` the happy path writes no line, and every such
         record still does."""
-        healthy = (Outcome.PROCESSED, Outcome.DUPLICATE, Outcome.OWED_SENT, Outcome.BUSY)
-        return "info" if self in healthy else "warning"
+        return "info" if self in _HEALTHY else "warning"
 
+
+#: The outcomes of a healthy flow: their record's line is INFO (``Outcome.log_level``).
+_HEALTHY = frozenset({Outcome.PROCESSED, Outcome.DUPLICATE, Outcome.OWED_SENT, Outcome.BUSY})
 
 #: EMF metric name for each outcome.
 METRIC_NAMES: dict[Outcome, str] = {

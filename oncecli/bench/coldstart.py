@@ -144,6 +144,18 @@ def _env(functions: Path) -> dict[str, str]:
     return env
 
 
+def endpoint_env(functions: Path, url: str) -> dict[str, str]:
+    """``_env`` with every AWS call sent to ``url`` (an ``_answers`` endpoint), never
+    through a proxy of this machine's environment."""
+    env = {
+        k: v
+        for k, v in _env(functions).items()
+        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
+    }
+    env.update({"AWS_ENDPOINT_URL": url, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+    return env
+
+
 def import_ms(module: str, runs: int, functions: Path = FUNCTIONS) -> list[float]:
     """Import time of ``module`` in ``runs`` fresh interpreters, in ms."""
     out = []
@@ -235,10 +247,7 @@ def first_record(
     with _answers() as url:
         envs = {}
         for label, (_, functions) in modules.items():
-            env = _env(functions)
-            for name in [k for k in env if k.lower() in ("http_proxy", "https_proxy", "all_proxy")]:
-                del env[name]
-            env.update({"AWS_ENDPOINT_URL": url, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+            env = endpoint_env(functions, url)
             if sdk is not None:
                 env["PYTHONPATH"] = os.pathsep.join([str(sdk), env["PYTHONPATH"]])
             envs[label] = env

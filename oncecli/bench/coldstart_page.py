@@ -66,6 +66,16 @@ def first_record_rows(first: dict[str, Any]) -> Rows:
     ]
 
 
+def _first_record_table(page: Any, title: str, before: str, figures: dict[str, Any]) -> None:
+    """A table of ``first_record_rows``; ``before``: what the time before the first record
+    is (the import, or the restore hooks)."""
+    page.table(
+        title,
+        ["module", before, "first record", "total (median)", "total min-max", "CPU"],
+        first_record_rows(figures),
+    )
+
+
 def plot(cold: dict[str, Any], path: Path, plt: Any) -> None:
     fig, ax = plt.subplots(figsize=(8, 2.8))
     labels = list(cold["imports"])
@@ -106,11 +116,7 @@ self time by top-level package from one `python -X importtime` run, in ms.
             "answers at once with an empty success, so the figures are the client's own work "
             "(imports, clients, requests), not an engine's or a network's."
         )
-        page.table(
-            "Cold start: import + first record (ms)",
-            ["module", "import", "first record", "total (median)", "total min-max", "CPU"],
-            first_record_rows(first),
-        )
+        _first_record_table(page, "Cold start: import + first record (ms)", "import", first)
     snapshot = cold.get("snapshot")
     if snapshot:
         page.text(
@@ -122,10 +128,8 @@ self time by top-level package from one `python -X importtime` run, in ms.
             "the fork. What a real restore adds, resuming the microVM and paging its memory "
             "in, is not emulated: Lambda reports it as the Restore Duration, and bills it."
         )
-        page.table(
-            "SnapStart, emulated: after the restore (ms)",
-            ["module", "restore hooks", "first record", "total (median)", "total min-max", "CPU"],
-            first_record_rows(snapshot),
+        _first_record_table(
+            page, "SnapStart, emulated: after the restore (ms)", "restore hooks", snapshot
         )
         first = cold.get("first_record")
         if first:

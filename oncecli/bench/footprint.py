@@ -149,23 +149,14 @@ def _probe(module: str, env: dict[str, str], sizes: Sequence[int]) -> dict[str, 
 
 
 def _env(url: str, level: str, functions: Path) -> dict[str, str]:
-    """``coldstart._env`` pointed at ``url``, without proxies or logging settings of our
-    own environment, at ``level``."""
+    """``coldstart.endpoint_env`` without the logging settings of our own environment, at
+    ``level``."""
     env = {
         k: v
-        for k, v in coldstart._env(functions).items()
-        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
-        and not k.startswith(_LOGGING_ENV)
+        for k, v in coldstart.endpoint_env(functions, url).items()
+        if not k.startswith(_LOGGING_ENV)
     }
-    env.update(
-        {
-            "AWS_ENDPOINT_URL": url,
-            "NO_PROXY": "127.0.0.1",
-            "no_proxy": "127.0.0.1",
-            "POWERTOOLS_LOG_LEVEL": level,
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
+    env.update({"POWERTOOLS_LOG_LEVEL": level, "PYTHONUNBUFFERED": "1"})
     return env
 
 
