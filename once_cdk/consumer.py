@@ -11,7 +11,7 @@ so that an app holding an ``OnceConsumer`` inherits no finding.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -390,6 +390,31 @@ class OnceConsumer(Construct):
             **fifo,
         )
         return dlq, queue
+
+    def grant_staged_writes(
+        self,
+        table: dynamodb.ITable,
+        operations: Iterable[str] = tuple(permissions.STAGED_WRITE_ACTIONS),
+    ) -> None:
+        """Let business code stage writes on ``table`` with ``attempt.write``: the action
+        IAM checks for each element's operation (``Put``, ``Update``, ``Delete``,
+        ``ConditionCheck``; all four unless ``operations`` names fewer), on that table
+        only. Exact, where ``table.grant_write_data`` is both wider (BatchWriteItem) and
+        short of what a transaction's ``ConditionCheck`` needs."""
+        wanted = list(dict.fromkeys(operations))
+        unknown = [o for o in wanted if o not in permissions.STAGED_WRITE_ACTIONS]
+        if unknown or not wanted:
+            raise ValueError(
+                f"grant_staged_writes: operations are {', '.join(permissions.STAGED_WRITE_ACTIONS)}"
+                f" (got {', '.join(map(repr, unknown)) or 'none'})"
+            )
+        if table is self.table:
+            raise ValueError(
+                "grant_staged_writes: this is the consumer's own idempotency table, which "
+                "takes no business write (attempt.write refuses it too)"
+            )
+        actions = tuple(permissions.STAGED_WRITE_ACTIONS[o] for o in wanted)
+        self._allow(actions, table.table_arn)
 
     def _allow(self, actions: tuple[str, ...], resource_arn: str) -> None:
         self.role.add_to_principal_policy(

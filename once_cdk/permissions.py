@@ -34,3 +34,18 @@ LOG_GROUP_ACTIONS: Final = ("logs:CreateLogStream", "logs:PutLogEvents")
 
 #: Added by CDK for Tracing.ACTIVE; X-Ray has no resource-level permissions.
 XRAY_ACTIONS: Final = ("xray:PutTelemetryRecords", "xray:PutTraceSegments")
+
+#: What a business write staged with ``attempt.write`` needs, by its element's operation:
+#: once commits it in a TransactWriteItems, and IAM authorizes each element by the action of
+#: its operation on its table ("Permissions for Put, Update, Delete, and Get actions are
+#: governed by the permissions used for the underlying PutItem, UpdateItem, DeleteItem, and
+#: GetItem operations. For the ConditionCheck action, you can use the
+#: dynamodb:ConditionCheckItem permission": https://docs.aws.amazon.com/amazondynamodb/latest/
+#: developerguide/transaction-apis-iam.html). CDK's ``grant_write_data`` holds no
+#: ConditionCheckItem.
+STAGED_WRITE_ACTIONS: Final = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
