@@ -80,9 +80,13 @@ ERROR_MAX_CHARS: Final = 500
 QUARANTINE_ATTR_MESSAGE_ID: Final = "once.original_message_id"
 QUARANTINE_ATTR_REASON: Final = "once.reason"
 QUARANTINE_ATTR_ERROR: Final = "once.error"
-#: On a ``LEASE_EXPIRED`` quarantine only: the record's review fence (``ATTR_REVIEW_FENCE``).
-#: A redriven message counts as reviewed only while the record is still FAILED by that crash.
+#: On a quarantine for review only (``REVIEW_REASONS``): the record's review fence
+#: (``ATTR_REVIEW_FENCE``). A redriven message counts as reviewed only while the record is
+#: still FAILED by that crash.
 QUARANTINE_ATTR_FENCE: Final = "once.fence"
+#: On a DLQ copy that could not keep every attribute of the message: the names it dropped
+#: (a JSON list), the team's last ones first; once's own and the identity are never dropped.
+QUARANTINE_ATTR_DROPPED: Final = "once.dropped"
 #: ``once.reason`` values: why a message was quarantined.
 #: A staged write's condition refused at commit, on an element staged with
 #: ``refused="quarantine"`` (also the error stored on the FAILED record, whatever the choice).
@@ -95,6 +99,14 @@ REASON_CONFLICT: Final = "CONFLICT"
 REASON_PERMANENT_ERROR: Final = "PERMANENT_ERROR"
 #: Also the error stored on the record of a quarantined takeover.
 REASON_LEASE_EXPIRED: Final = "LEASE_EXPIRED"
+#: Under ``on_expired_lease="quarantine"``: business code returned, and its commit certainly
+#: landed nothing for a cause other than a staged write's condition (a missing permission, a
+#: deleted table, a request DynamoDB does not accept, throttling or conflicts past the retries).
+REASON_COMMIT_FAILED: Final = "COMMIT_FAILED"
+#: The reasons of a quarantine for review, under ``on_expired_lease="quarantine"``: business
+#: code may have had an effect that cannot be fenced, and a person checks it before a redrive
+#: (the message carries ``once.fence``).
+REVIEW_REASONS: Final = (REASON_LEASE_EXPIRED, REASON_WRITE_REFUSED, REASON_COMMIT_FAILED)
 
 # --- The outbox (message attributes on what ``attempt.send`` sends) ------------------------
 #: The record id of the operation that sent the message (``<service>#<key>``).

@@ -1,7 +1,9 @@
 """What business code stages with ``attempt.write`` and ``attempt.send``: the elements of the
-commit and the messages of the outbox, each checked against DynamoDB's limits where it is
-staged, so that a commit DynamoDB would refuse fails at the call that made it so (with the
-limit in its message) and not after business code returned.
+commit and the messages of the outbox, each checked where it is staged against DynamoDB's
+limits and, for a message, against every rule SQS or SNS holds a message to (AWS's own, each
+cited in ``once.sendrules``), so that a commit DynamoDB would refuse, or a message AWS would
+never take, fails at the call that made it so (with the rule in its message) and not after
+business code returned.
 
 Nothing here does I/O. The store commits what is staged (``store.py``), the outbox sends it
 (``outbox.py``).
@@ -14,30 +16,65 @@ import copy
 import hashlib
 import json
 import math
-import re
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from once import constants as c
+from once import sendrules as rules
 
 #: The operations a TransactWriteItems element may hold.
 OPERATIONS = ("Put", "Update", "Delete", "ConditionCheck")
 #: What business code may ask of a staged write whose condition DynamoDB refuses at commit.
 Refused = Literal["retry", "quarantine"]
-#: The largest message body ``attempt.send`` takes: SNS's limit, and SQS's until 2025.
-MESSAGE_MAX_BYTES = 256 * 1024
 #: Room on the record for everything but the result and the outbox (the id, hashes, owner,
 #: message id, numbers), counted generously.
 _RECORD_OVERHEAD_BYTES = 4 * 1024
 #: What the outbox may take on the record: the item's limit less the largest stored result
 #: and the record's other attributes.
 OUTBOX_MAX_BYTES = c.ITEM_MAX_BYTES - c.RESULT_CAP_BYTES - _RECORD_OVERHEAD_BYTES
-#: SQS takes 10 message attributes on a message; once's identity takes two of them.
-MAX_ATTRIBUTES = 8
-#: A message attribute's name, as SQS and SNS accept it (``once.`` is once's own prefix).
-_ATTRIBUTE_NAME = re.compile(r"[A-Za-z0-9_\-.]{1,256}")
-_RESERVED_PREFIXES = ("once.", "aws.", "amazon.")
+#: once's own attribute names (its identity attributes), refused to business code.
+_ONCE_PREFIX = "once."
+
+
+def function_region() -> str | None:
+    """The function's region, where once's SQS and SNS clients are: ``AWS_REGION`` (Lambda
+    sets it), else ``AWS_DEFAULT_REGION``; None outside both."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+
+
+def number_text(value: int | float) -> str | None:
+    """An int or a finite float as the Number attribute once sends (plain decimal notation, the
+    float's shortest repr: the digits AWS parses), or None if AWS refuses it
+    (``sendrules.number_taken``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value == 0:
+        return "0"
+    if isinstance(value, int):
+        # Compared as ints, before Decimal(): a huge int is slow to convert (or to compare with
+        # a Decimal), and has more digits than AWS takes anyway.
+        if abs(value) > int(rules.NUMBER_MAX):
+            return None
+        number = Decimal(value)
+    else:
+        number = Decimal(repr(value))
+    return format(number, "f") if rules.number_taken(number) else None
+
+
+def identity_attributes(source: str, seq: int) -> tuple[tuple[str, str, str], ...]:
+    """once's own attributes on message ``seq`` of ``source``'s outbox (see ``outbox._entry``):
+    they count toward the message's size and its ten attributes."""
+    return (
+        (c.OUTBOX_ATTR_SOURCE, "String", source),
+        (c.OUTBOX_ATTR_SEQ, "Number", str(seq)),
+    )
+
+
+#: The attributes business code may send on one message: SQS's ten less once's identity.
+MAX_ATTRIBUTES = rules.MAX_ATTRIBUTES - len(identity_attributes("", 0))
 
 
 @dataclass(frozen=True)
@@ -81,17 +118,11 @@ class OutboxMessage:
 
     @property
     def fifo(self) -> bool:
-        return self.destination.endswith(".fifo")
+        return rules.is_fifo(self.destination)
 
     @property
     def to_topic(self) -> bool:
-        return is_topic(self.destination)
-
-
-def is_topic(destination: str) -> bool:
-    """An SNS topic's ARN (``arn:<partition>:sns:...``); anything else sent to is a queue URL."""
-    parts = destination.split(":")
-    return len(parts) >= 6 and parts[0] == "arn" and parts[2] == "sns"
+        return rules.is_topic(self.destination)
 
 
 def deduplication_id(source: str, seq: int) -> str:
@@ -144,7 +175,24 @@ def _table_name(table: str) -> str:
 
 
 def _key_text(key: Mapping[str, Any]) -> str:
-    return json.dumps(key, sort_keys=True, default=repr)
+    """One text per item a key names. Numbers are compared as DynamoDB compares them, by
+    value: ``{"N": "1"}``, ``{"N": "1.0"}`` and ``{"N": "1e0"}`` name one item ("Leading
+    and trailing zeroes are trimmed", https://docs.aws.amazon.com/amazondynamodb/latest/
+    developerguide/HowItWorks.NamingRulesDataTypes.html#HowItWorks.DataTypes.Number)."""
+    return json.dumps(
+        {name: _key_value(value) for name, value in key.items()}, sort_keys=True, default=repr
+    )
+
+
+def _key_value(value: Any) -> Any:
+    if isinstance(value, Mapping) and set(value) == {"N"} and isinstance(value["N"], str):
+        try:
+            number = Decimal(value["N"])
+        except InvalidOperation:
+            return value
+        if number.is_finite():
+            return {"N": "0" if number.is_zero() else str(number.normalize())}
+    return value
 
 
 @dataclass
@@ -233,17 +281,26 @@ class Effects:
     ) -> None:
         """Stage one message for the outbox; raise ``ValueError`` if it cannot be sent or
         would push the record past DynamoDB's item size. See ``Attempt.send``."""
+        destination = _check_destination(destination, group_id)
+        to_topic = rules.is_topic(destination)
         message = OutboxMessage(
-            destination=_check_destination(destination, group_id),
-            body=_body_text(body),
+            destination=destination,
+            body=_body_text(body, to_topic=to_topic),
             group_id=group_id,
-            attributes=_check_attributes(attributes or {}),
+            attributes=_check_attributes(attributes or {}, to_topic=to_topic),
         )
-        size = len(message.body.encode("utf-8"))
-        if size > MESSAGE_MAX_BYTES:
+        # Counted as AWS counts it, with once's own two attributes: the record id and this
+        # message's index in the outbox (``outbox._entry``).
+        identity = identity_attributes(self.record_id or "", len(self.messages))
+        size = rules.message_bytes(message.body, (*message.attributes, *identity))
+        limit = rules.message_max_bytes(destination)
+        if size > limit:
+            service = "an SNS topic" if to_topic else "an SQS queue"
             raise ValueError(
-                f"attempt.send: the body is {size} bytes; a message takes at most "
-                f"{MESSAGE_MAX_BYTES} bytes"
+                f"attempt.send: the message is {size} bytes (its body and its attributes' "
+                f"names, types and values, once's {c.OUTBOX_ATTR_SOURCE} and "
+                f"{c.OUTBOX_ATTR_SEQ} included); {service} takes at most {limit} bytes in one "
+                "message. Send less (a reference to the data, not the data)"
             )
         total = outbox_bytes([*self.messages, message])
         if total > OUTBOX_MAX_BYTES:
@@ -335,24 +392,45 @@ def _element_bytes(element: Mapping[str, Any], operation: str) -> int:
 
 def _check_destination(destination: str, group_id: str | None) -> str:
     if not isinstance(destination, str) or not (
-        is_topic(destination) or destination.startswith(("https://", "http://"))
+        rules.is_topic(destination) or destination.startswith(("https://", "http://"))
     ):
         raise ValueError(
             "attempt.send: the destination must be an SQS queue URL (https://...) or an SNS "
             f"topic ARN (arn:aws:sns:...), got {type(destination).__name__}"
         )
-    fifo = destination.endswith(".fifo")
-    if group_id is not None and (not isinstance(group_id, str) or not 0 < len(group_id) <= 128):
-        raise ValueError("attempt.send: group_id must be a string of 1 to 128 characters")
+    if not rules.text_taken(destination, to_topic=True):
+        raise ValueError(
+            "attempt.send: the destination holds a lone surrogate, which no request can carry "
+            "(SQS and SNS take UTF-8): pass the queue URL or topic ARN as text"
+        )
+    # once's SQS and SNS clients are in the function's region.
+    here = function_region()
+    there = rules.other_region(destination, here)
+    if there is not None:
+        kind = "topic" if rules.is_topic(destination) else "queue"
+        raise ValueError(
+            f"attempt.send: the {kind} is in {there} and this function in {here}; once sends "
+            f"with the function's region's client, where AWS refuses another region's {kind}. "
+            f"Send to a {kind} in {here}"
+        )
+    fifo = rules.is_fifo(destination)
+    if group_id is not None and (
+        not isinstance(group_id, str) or not rules.group_id_taken(group_id)
+    ):
+        raise ValueError(
+            "attempt.send: group_id must be 1 to 128 characters, each an ASCII letter or digit "
+            "or one of !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ (SQS's and SNS's MessageGroupId: no "
+            "space, no other letter)"
+        )
     if fifo and group_id is None:
         raise ValueError("attempt.send: a FIFO queue or topic needs group_id (its message group)")
-    if is_topic(destination) and not fifo and group_id is not None:
-        raise ValueError("attempt.send: a standard SNS topic takes no group_id")
+    # A standard queue or topic takes a group id too (``sendrules.group_id_taken``).
     return destination
 
 
-def _body_text(body: Any) -> str:
-    """A message body: a string as it is, anything else as its JSON."""
+def _body_text(body: Any, *, to_topic: bool) -> str:
+    """A message body: a string as it is, anything else as its JSON (ASCII: JSON escapes
+    control characters and every non-ASCII one, so SQS and SNS take any JSON body)."""
     if isinstance(body, str):
         text = body
     else:
@@ -369,42 +447,77 @@ def _body_text(body: Any) -> str:
             ) from None
     if not text:
         raise ValueError("attempt.send: SQS and SNS take no empty body")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("attempt.send: the body holds a lone surrogate") from None
+    if not rules.text_taken(text, to_topic=to_topic):
+        if to_topic:
+            raise ValueError(
+                "attempt.send: the body holds a lone surrogate, and SNS takes UTF-8 text only; "
+                "send valid text (or a JSON value, which escapes it)"
+            )
+        raise ValueError(
+            "attempt.send: the body holds a character SQS refuses (it takes #x9, #xA, #xD, "
+            "#x20-#xD7FF, #xE000-#xFFFD and #x10000-#x10FFFF: no other control character, "
+            "no lone surrogate, no U+FFFE/U+FFFF); remove it, or send a JSON value, which "
+            "escapes it"
+        )
     return text
 
 
 def _check_attributes(
-    attributes: Mapping[str, str | int | float | bytes],
+    attributes: Mapping[str, str | int | float | bytes], *, to_topic: bool
 ) -> tuple[tuple[str, str, str | bytes], ...]:
     if len(attributes) > MAX_ATTRIBUTES:
         raise ValueError(
-            f"attempt.send: at most {MAX_ATTRIBUTES} attributes (SQS takes 10 and once's "
+            f"attempt.send: at most {MAX_ATTRIBUTES} attributes (SQS takes "
+            f"{rules.MAX_ATTRIBUTES} and once's "
             f"{c.OUTBOX_ATTR_SOURCE} and {c.OUTBOX_ATTR_SEQ} are two of them)"
         )
     checked: list[tuple[str, str, str | bytes]] = []
     for name, value in attributes.items():
         if (
             not isinstance(name, str)
-            or not _ATTRIBUTE_NAME.fullmatch(name)
-            or name.lower().startswith(_RESERVED_PREFIXES)
-            or ".." in name
-            or name.startswith(".")
-            or name.endswith(".")
+            or not rules.attribute_name_taken(name)
+            or name.startswith(_ONCE_PREFIX)
         ):
+            shown = (
+                repr(name)
+                if isinstance(name, str) and name.isascii() and name.isprintable()
+                else f"this {type(name).__name__}"
+            )
             raise ValueError(
-                f"attempt.send: {name!r} is not an attribute name SQS takes (letters, digits, "
-                "_ - ., not starting with once., AWS. or Amazon.)"
+                f"attempt.send: {shown} is not an attribute name SQS and SNS take (1 to 256 "
+                "letters, digits, _ - and ., no leading or trailing period, no '..', not "
+                "starting with AWS. or Amazon. in any case; once. is once's own)"
             )
         if isinstance(value, bool):
             raise ValueError(f"attempt.send: attribute {name!r} is a bool; send it as a string")
-        if isinstance(value, str) and value:
+        if isinstance(value, str):
+            if not value:
+                raise ValueError(
+                    f"attempt.send: attribute {name!r} is empty; SQS and SNS take no empty value"
+                )
+            if not rules.text_taken(value, to_topic=to_topic):
+                service = "SNS" if to_topic else "SQS"
+                raise ValueError(
+                    f"attempt.send: attribute {name!r} holds a character {service} refuses "
+                    "in a String value (the body's rule: "
+                    + (
+                        "UTF-8 text, no lone surrogate"
+                        if to_topic
+                        else "#x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF only"
+                    )
+                    + "); remove it, or send it as bytes (a Binary attribute)"
+                )
             checked.append((name, "String", value))
         elif isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
-            checked.append((name, "Number", repr(value)))
-        elif isinstance(value, bytes) and value:
+            text = number_text(value)
+            if text is None:
+                raise ValueError(
+                    f"attempt.send: attribute {name!r} is a number SQS and SNS refuse: a Number "
+                    f"takes up to {rules.NUMBER_MAX_DIGITS} digits of precision, between "
+                    "10^-128 and 10^+126 (or 0); send it as a string"
+                )
+            checked.append((name, "Number", text))
+        elif isinstance(value, bytes) and rules.value_taken("Binary", value, to_topic=to_topic):
             checked.append((name, "Binary", value))
         else:
             raise ValueError(

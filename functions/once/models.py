@@ -210,9 +210,12 @@ class Attempt:
         target its deduplication id is derived from them, and a downstream once consumer
         keys on them with ``make_handler(key=SOURCE_KEY)``.
 
-        Raises ``ValueError`` now for a message that cannot be sent (no group id for a FIFO
-        target, a body over 256 KiB, more than 8 attributes) or an outbox that would push
-        the record past DynamoDB's 400 KB item size."""
+        Raises ``ValueError`` now for a message that SQS or SNS would refuse (their
+        documented rules: no group id for a FIFO target, a group id or a text SQS does not
+        take, more than 8 attributes, a Number past 38 digits, over 1 MiB to a queue or
+        256 KiB to a topic with its attributes, a destination in another region) or an
+        outbox that would push the record past DynamoDB's 400 KB item size: nothing is
+        committed that can never be delivered."""
         self.effects.send(destination, body, group_id=group_id, attributes=attributes)
 
 

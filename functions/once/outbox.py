@@ -5,7 +5,11 @@ in the outbox), the same on every send of it, so that a resend after a crash or 
 send is recognised downstream: by SQS's or SNS's deduplication on a FIFO target (the
 deduplication id is derived from the identity), and by a downstream once consumer keyed on
 the identity (``make_handler(key=SOURCE_KEY)``). Messages to one destination go ten at a
-time (``SendMessageBatch``, ``PublishBatch``), in the order they were staged.
+time (``SendMessageBatch``, ``PublishBatch``), in the order they were staged, each batch within
+its service's payload limit (SQS 1 MiB, SNS 256 KiB: ``once.sendrules``).
+
+A send that fails says why (``once.awserrors.Sent``): the error's class and AWS's code, or the
+first failed entry's code, never a value of the message.
 """
 
 from __future__ import annotations
@@ -13,37 +17,36 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from once import constants as c
-from once.effects import OutboxMessage, deduplication_id, is_topic
-
-#: Entries in one SendMessageBatch or PublishBatch.
-_BATCH_ENTRIES = 10
-#: Payload of one batch call (bodies and attributes), SNS's and SQS's long-standing limit.
-_BATCH_MAX_BYTES = 256 * 1024
+from once import sendrules as rules
+from once.awserrors import SENT, Sent, describe
+from once.effects import OutboxMessage, deduplication_id, identity_attributes
 
 #: Builds (or returns the process's) client for a service: ``"sqs"`` or ``"sns"``.
 ClientFor = Callable[[str], Any]
 
 
 class Outbox:
-    """Sends what a record owes. Total: any error means "not all sent" (False), and the
-    record keeps its outbox until a later delivery sends it."""
+    """Sends what a record owes. Total: any error means "not all sent" (a falsy ``Sent`` that
+    says why), and the record keeps its outbox until a later delivery sends it."""
 
     def __init__(self, client_for: ClientFor) -> None:
         self._client_for = client_for
 
-    def send(self, source: str, messages: Sequence[OutboxMessage]) -> bool:
-        """Send every message of ``source``'s outbox; True only if each one was accepted."""
+    def send(self, source: str, messages: Sequence[OutboxMessage]) -> Sent:
+        """Send every message of ``source``'s outbox: ``SENT`` only if each one was accepted;
+        else ``Sent(False, why)``, from the first batch that was not (later ones are not
+        tried). Never raises."""
         try:
-            return all(
-                self._send_batch(destination, batch)
-                for destination, batch in _batches(source, messages)
-            )
-        except Exception:
-            return False
+            for destination, batch in _batches(source, messages):
+                sent = self._send_batch(destination, batch)
+                if not sent:
+                    return sent
+            return SENT
+        except Exception as error:
+            return Sent(False, describe(error))
 
-    def _send_batch(self, destination: str, entries: list[dict[str, Any]]) -> bool:
-        if is_topic(destination):
+    def _send_batch(self, destination: str, entries: list[dict[str, Any]]) -> Sent:
+        if rules.is_topic(destination):
             response = self._client_for("sns").publish_batch(
                 TopicArn=destination, PublishBatchRequestEntries=entries
             )
@@ -51,24 +54,39 @@ class Outbox:
             response = self._client_for("sqs").send_message_batch(
                 QueueUrl=destination, Entries=entries
             )
-        return not response.get("Failed") and len(response.get("Successful", ())) == len(entries)
+        return _outcome(response, len(entries))
+
+
+def _outcome(response: Any, entries: int) -> Sent:
+    """A batch response as a ``Sent``: a ``Failed`` entry's code (the first one's; its
+    ``Message`` may quote the message, so it is never kept), or too few ``Successful``."""
+    failed = response.get("Failed") or ()
+    if failed:
+        code = failed[0].get("Code") if isinstance(failed[0], dict) else None
+        return Sent(False, f"Failed {code}" if code else "Failed")
+    successful = len(response.get("Successful") or ())
+    if successful != entries:
+        return Sent(False, f"Successful {successful} of {entries}")
+    return SENT
 
 
 def _batches(
     source: str, messages: Sequence[OutboxMessage]
 ) -> list[tuple[str, list[dict[str, Any]]]]:
     """The batch calls that send ``messages``: per destination, in staging order, at most ten
-    entries and 256 KiB each."""
+    entries and the service's batch payload each (SQS 1 MiB, SNS 256 KiB, attributes
+    included: ``sendrules.batch_max_bytes``)."""
     by_destination: dict[str, list[dict[str, Any]]] = {}
     for seq, message in enumerate(messages):
         by_destination.setdefault(message.destination, []).append(_entry(source, seq, message))
     batches: list[tuple[str, list[dict[str, Any]]]] = []
     for destination, entries in by_destination.items():
+        limit = rules.batch_max_bytes(destination)
         batch: list[dict[str, Any]] = []
         size = 0
         for entry in entries:
             entry_size = _entry_bytes(entry)
-            if batch and (len(batch) == _BATCH_ENTRIES or size + entry_size > _BATCH_MAX_BYTES):
+            if batch and (len(batch) == rules.BATCH_MAX_ENTRIES or size + entry_size > limit):
                 batches.append((destination, batch))
                 batch, size = [], 0
             batch.append(entry)
@@ -81,10 +99,8 @@ def _entry(source: str, seq: int, message: OutboxMessage) -> dict[str, Any]:
     """One batch entry, in the shape both SQS and SNS take but for the body's name."""
     attributes: dict[str, dict[str, Any]] = {
         name: {"DataType": kind, ("BinaryValue" if kind == "Binary" else "StringValue"): value}
-        for name, kind, value in message.attributes
+        for name, kind, value in (*message.attributes, *identity_attributes(source, seq))
     }
-    attributes[c.OUTBOX_ATTR_SOURCE] = {"DataType": "String", "StringValue": source}
-    attributes[c.OUTBOX_ATTR_SEQ] = {"DataType": "Number", "StringValue": str(seq)}
     entry: dict[str, Any] = {
         "Id": str(seq),
         ("Message" if message.to_topic else "MessageBody"): message.body,
@@ -98,10 +114,7 @@ def _entry(source: str, seq: int, message: OutboxMessage) -> dict[str, Any]:
 
 
 def _entry_bytes(entry: dict[str, Any]) -> int:
+    """An entry's size as SQS and SNS count it (``sendrules.message_bytes``, the rule
+    ``attempt.send`` checked)."""
     body = entry.get("MessageBody", entry.get("Message", ""))
-    size = len(body.encode("utf-8"))
-    for name, attribute in entry["MessageAttributes"].items():
-        value = attribute.get("StringValue", attribute.get("BinaryValue", b""))
-        size += len(name.encode("utf-8")) + len(attribute["DataType"])
-        size += len(value) if isinstance(value, bytes) else len(value.encode("utf-8"))
-    return size
+    return rules.request_message_bytes(body, entry["MessageAttributes"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ from jmespath.parser import ParsedResult
 
 from once import constants as c
 from once.models import PermanentError
+from once.sendrules import SQS_REFUSED_CHARACTER
 
 #: Sentinel for ``validate``: hash the whole body.
 WHOLE_BODY = "@"
@@ -27,12 +27,6 @@ WHOLE_BODY = "@"
 _UNENCODABLE = "unencodable"
 #: Longest type name kept in a stand-in or an error description.
 _TYPE_NAME_MAX_CHARS = 100
-#: What SQS accepts in a message attribute: #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
-#: #x10000-#x10FFFF; the rest is escaped. Written as the characters it refuses (controls but
-#: tab, newline and carriage return; surrogates; U+FFFE, U+FFFF): the same set as the negation
-#: of the ranges above, and a class re compiles in well under a millisecond at import, where
-#: the negated one over the whole of Unicode takes several.
-_UNSENDABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 class BadMessage(Exception):
@@ -84,7 +78,8 @@ class BodyReader:
     def read(self, raw_body: str, attributes: dict[str, Any] | None = None) -> Parsed:
         """The body, its key and its payload hash; or ``BadMessage`` for this body alone.
         ``attributes``: the message's attributes in Lambda's shape, where a ``SOURCE_KEY``
-        reader finds the key.
+        reader finds the key (or, behind SNS without raw delivery, in the body's SNS
+        envelope: see ``_source_key``).
 
         Total by design: whatever the body holds and whatever the expressions do with it
         (a JMESPath type error, a lone surrogate, nesting past the recursion limit), the
@@ -95,13 +90,14 @@ class BodyReader:
             body = json.loads(raw_body)
         except RecursionError:
             # A body nested deeper than Python's recursion limit (``[[[[...``, well within
-            # SQS's 256 KiB).
+            # SQS's 1 MiB).
             raise BadMessage(c.REASON_INVALID_JSON, "body is nested too deeply") from None
         except Exception as error:
             raise BadMessage(c.REASON_INVALID_JSON, f"body is not JSON ({_name(error)})") from None
+        message = body  # as SQS holds it: an SNS notification keeps its attributes here
         if self._envelope is not None:
             body = self._unwrap(body)
-        key = self._key_of(body) if self._key is not None else _source_key(attributes or {})
+        key = self._key_of(body) if self._key is not None else _source_key(attributes, message)
         try:
             validated = (
                 self._validate.search(body, _OPTIONS) if self._validate is not None else None
@@ -166,15 +162,55 @@ def _check_key_size(size: int) -> None:
         raise BadMessage(c.REASON_INVALID_KEY, f"key is longer than {c.MAX_KEY_BYTES} bytes")
 
 
-def _source_key(attributes: dict[str, Any]) -> str:
-    """The identity an upstream once outbox gave the message: ``<once.source>#<once.seq>``."""
-    source = (attributes.get(c.OUTBOX_ATTR_SOURCE) or {}).get("stringValue")
-    seq = (attributes.get(c.OUTBOX_ATTR_SEQ) or {}).get("stringValue")
+def _source_key(attributes: Any, message: Any) -> str:
+    """The identity an upstream once outbox gave the message: ``<once.source>#<once.seq>``.
+
+    Where it is found, first that holds both attributes:
+
+    - the SQS message's attributes (``attributes``, Lambda's shape: ``stringValue``): a
+      queue the outbox sends to, or an SNS subscription with raw message delivery on, which
+      turns SNS's message attributes into SQS's;
+    - else the SNS envelope that is the body (``message``, the body as SQS holds it, before
+      ``envelope`` unwraps it) when the body is an SNS notification
+      (``"Type": "Notification"``) with ``MessageAttributes``: with raw message delivery
+      off, SNS's default and CDK's ``SqsSubscription``'s, the SQS message has no message
+      attributes, and SNS writes them into its JSON document as
+      ``"MessageAttributes": {"once.source": {"Type": "String", "Value": "..."},
+      "once.seq": {"Type": "Number", "Value": "0"}}`` beside ``"Message"``
+      (https://docs.aws.amazon.com/sns/latest/dg/sns-large-payload-raw-message-delivery.html;
+      https://docs.aws.amazon.com/sns/latest/dg/firehose-archived-message-format-S3.html
+      lists ``MessageAttributes`` among the metadata SNS adds when raw delivery is off). Only
+      the ``String`` and ``Number`` types carry an identity (SNS's types are ``String``,
+      ``String.Array``, ``Number`` and ``Binary``, the last base64 text:
+      https://docs.aws.amazon.com/sns/latest/api/API_MessageAttributeValue.html). A DLQ copy
+      of such a message, redriven, is found the same way: its body is kept exactly.
+
+    The SQS attributes win when both hold an identity. Both forms give one key for one
+    identity: the same checks apply to the two. Reading the body's envelope trusts no one
+    more than reading SQS's attributes does: whoever may send the body to the queue may set
+    its attributes too.
+
+    EventBridge to SQS: a rule's SQS target sets no message attributes (its
+    ``SqsParameters`` hold a ``MessageGroupId`` only:
+    https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_SqsParameters.html), and
+    an event has no standard place for them, so there is nothing to read here: a
+    ``SOURCE_KEY`` consumer behind EventBridge finds no identity and quarantines
+    (``INVALID_KEY``). Put the identity in the event instead and key on it with an
+    expression, ``envelope="detail", key="join('#', [source, to_string(seq)])"``.
+    """
+    sqs = attributes if isinstance(attributes, dict) else {}
+    source = _sqs_string(sqs.get(c.OUTBOX_ATTR_SOURCE))
+    seq = _sqs_string(sqs.get(c.OUTBOX_ATTR_SEQ))
+    if source is None or seq is None:
+        sns = _sns_identity(message)
+        if sns is not None:
+            source, seq = sns
     if not isinstance(source, str) or not source or not isinstance(seq, str):
         raise BadMessage(
             c.REASON_INVALID_KEY,
-            f"no {c.OUTBOX_ATTR_SOURCE} and {c.OUTBOX_ATTR_SEQ} attributes: this consumer keys "
-            "on the identity of messages sent by attempt.send",
+            f"no {c.OUTBOX_ATTR_SOURCE} and {c.OUTBOX_ATTR_SEQ} attributes (in SQS's message "
+            "attributes or an SNS envelope): this consumer keys on the identity of messages "
+            "sent by attempt.send",
         )
     if not (seq.isascii() and seq.isdigit()):
         raise BadMessage(c.REASON_INVALID_KEY, f"{c.OUTBOX_ATTR_SEQ} is not a whole number")
@@ -186,6 +222,41 @@ def _source_key(attributes: dict[str, Any]) -> str:
             c.REASON_INVALID_KEY, "key holds a lone surrogate: it is not Unicode text"
         ) from None
     return key
+
+
+#: The SNS message attribute types whose ``Value`` is the text itself (``Binary``'s is base64,
+#: ``String.Array``'s a JSON array).
+_SNS_TEXT_TYPES = ("String", "Number")
+
+
+def _sqs_string(attribute: Any) -> str | None:
+    """An SQS message attribute's text (Lambda's ``stringValue``), if it has one."""
+    value = attribute.get("stringValue") if isinstance(attribute, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _sns_identity(message: Any) -> tuple[str | None, str | None] | None:
+    """``(once.source, once.seq)`` from an SNS notification's ``MessageAttributes`` (raw
+    delivery off); None when the body is no SNS notification or holds neither attribute."""
+    if not isinstance(message, dict) or message.get("Type") != "Notification":
+        return None
+    carried = message.get("MessageAttributes")
+    if not isinstance(carried, dict):
+        return None
+    found = (
+        _sns_string(carried.get(c.OUTBOX_ATTR_SOURCE)),
+        _sns_string(carried.get(c.OUTBOX_ATTR_SEQ)),
+    )
+    return found if found != (None, None) else None
+
+
+def _sns_string(attribute: Any) -> str | None:
+    """An SNS envelope's message attribute's text: ``{"Type": "String"|"Number", "Value":
+    ...}``."""
+    if not isinstance(attribute, dict) or attribute.get("Type") not in _SNS_TEXT_TYPES:
+        return None
+    value = attribute.get("Value")
+    return value if isinstance(value, str) else None
 
 
 def _name(value: Any) -> str:
@@ -267,9 +338,10 @@ def type_name(value: Any) -> str:
 
 def clean_text(text: str) -> str:
     """``text`` with every character that DynamoDB or an SQS message attribute would refuse
-    (a lone surrogate; control characters but tab, newline and carriage return; U+FFFE and
-    U+FFFF) written as its ``\\uXXXX`` escape, so that storing or sending it cannot fail."""
-    return _UNSENDABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    (``sendrules.SQS_REFUSED_CHARACTER``: a lone surrogate; control characters but tab, newline
+    and carriage return; U+FFFE and U+FFFF) written as its ``\\uXXXX`` escape, so that storing
+    or sending it cannot fail."""
+    return SQS_REFUSED_CHARACTER.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def describe_error(error: BaseException) -> str:

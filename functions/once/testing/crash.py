@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from once import constants as c
+from once.awserrors import Sent
 from once.effects import Effects, OutboxMessage
 from once.models import Record
 from once.outbox import Outbox
@@ -215,8 +216,9 @@ class CrashingStore(RecordStore):
     def fail(
         self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None
     ) -> bool:
-        # The fail of a quarantined takeover (error LEASE_EXPIRED) follows no business code.
-        ran = error != c.REASON_LEASE_EXPIRED
+        # The fail of a claim quarantined for review (its error a bare review reason,
+        # LEASE_EXPIRED for a takeover) follows no business code.
+        ran = error not in c.REVIEW_REASONS
         write = functools.partial(super().fail, review_fence=review_fence)
         return self._finalize_or_die(write, record_id, claim, error, business_ran=ran)
 
@@ -253,7 +255,7 @@ class CrashingOutbox(Outbox):
         self._outbox = outbox
         self._switch = switch
 
-    def send(self, source: str, messages: Sequence[OutboxMessage]) -> bool:
+    def send(self, source: str, messages: Sequence[OutboxMessage]) -> Sent:
         with self._switch.call():
             sent = self._outbox.send(source, messages)
         self._switch.check()
@@ -269,7 +271,7 @@ class CrashingQuarantine(Quarantine):
 
     def send(
         self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
-    ) -> bool:
+    ) -> Sent:
         with self._switch.call():
             sent = super().send(record, reason, error, fence=fence)
         self._switch.check()
