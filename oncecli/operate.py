@@ -515,11 +515,11 @@ def redrive(args: argparse.Namespace, console: Console) -> int:
     console.print(f"moved {_messages(done.moved)} from the DLQ back to the source queue")
     if done.lease_expired_left:
         console.print(
-            f"left {_messages(done.lease_expired_left, 'LEASE_EXPIRED message')} in the DLQ: "
-            "a lease "
-            "expired while their effect may have been running, so a person checks each "
-            "effect first (`once inspect KEY`), then runs `once redrive "
-            "--include-lease-expired` for the ones that must run",
+            f"left {_messages(done.lease_expired_left, 'message')} for review in the DLQ "
+            "(LEASE_EXPIRED, or a commit that landed nothing under "
+            'on_expired_lease="quarantine"): their business code may have had its effect, '
+            "so a person checks each effect first (`once inspect KEY`), then runs `once "
+            "redrive --include-lease-expired` for the ones that must run",
             soft_wrap=True,
         )
     remaining = queue_depth(sqs, dlq).total

@@ -35,9 +35,15 @@ class Moved:
 
 
 def is_lease_expired(message: dict[str, Any]) -> bool:
-    """Whether the runtime quarantined this message because a lease expired mid-effect."""
-    reason = (message.get("MessageAttributes") or {}).get(c.QUARANTINE_ATTR_REASON, {})
-    return bool(reason.get("StringValue") == c.REASON_LEASE_EXPIRED)
+    """Whether the runtime quarantined this message for a person's review: a lease expired
+    mid-effect (``LEASE_EXPIRED``), or, under ``on_expired_lease="quarantine"``, business
+    code returned and its commit landed nothing (``WRITE_REFUSED`` or ``COMMIT_FAILED``
+    with the review's ``once.fence``). Each is left in the DLQ as a LEASE_EXPIRED one is."""
+    attributes = message.get("MessageAttributes") or {}
+    reason = (attributes.get(c.QUARANTINE_ATTR_REASON) or {}).get("StringValue")
+    if reason == c.REASON_LEASE_EXPIRED:
+        return True
+    return reason in c.REVIEW_REASONS and c.QUARANTINE_ATTR_FENCE in attributes
 
 
 def move(

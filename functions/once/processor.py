@@ -28,6 +28,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once import constants as c
+from once.awserrors import describe
 from once.effects import Effects, OutboxMessage
 from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.observability import log_safely
@@ -42,9 +43,23 @@ from once.payload import (
     stand_in,
     type_name,
 )
-from once.protocol import must_quarantine_takeover, review_fence_for
+from once.protocol import (
+    Step,
+    Verdict,
+    after_commit,
+    must_quarantine_takeover,
+    review_fence_for,
+    review_reason,
+)
 from once.quarantine import Quarantine
-from once.store import Claimed, CommitCanceled, RecordStore, Rejected, WriteRefused
+from once.store import (
+    Claimed,
+    CommitCanceled,
+    CommitLanded,
+    RecordStore,
+    Rejected,
+    WriteRefused,
+)
 
 #: Business code: ``process(body, attempt) -> JSON-serializable result``.
 Process = Callable[[Any, Attempt], Any]
@@ -279,28 +294,34 @@ class BatchProcessor:
         self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed, context: Any
     ) -> RecordResult:
         """Mark the record FAILED (fenced) with the fence its review must name, then send
-        the message to the DLQ with that fence for review."""
+        the message to the DLQ with that fence for review: a takeover as ``LEASE_EXPIRED``,
+        a copy of a message already under review with that review's reason."""
         review_fence = review_fence_for(
             fence=claim.fence, takeover=claim.takeover, previous=claim.previous
         )
-        held = RecordResult(
-            record.message_id, Outcome.LEASE_EXPIRED, parsed.key, claim.fence, claim.takeover
-        )
+        reason = review_reason(takeover=claim.takeover, previous=claim.previous)
+        outcome = Outcome.LEASE_EXPIRED if reason == c.REASON_LEASE_EXPIRED else Outcome.QUARANTINED
+        held = RecordResult(record.message_id, outcome, parsed.key, claim.fence, claim.takeover)
         written = self._finalize(
             functools.partial(self._store.fail, review_fence=review_fence),
             record_id,
             claim,
-            c.REASON_LEASE_EXPIRED,
+            reason,
         )
         if not written:
             return _replace(held, _unfinished(written))
+        detail = (
+            "an earlier claim expired mid-flight; business code was not run"
+            if reason == c.REASON_LEASE_EXPIRED
+            else "a copy of a message under review; business code was not run"
+        )
         return self._quarantined(
             record,
             parsed.key,
-            c.REASON_LEASE_EXPIRED,
-            "an earlier claim expired mid-flight; business code was not run",
+            reason,
+            detail,
             context,
-            outcome=Outcome.LEASE_EXPIRED,
+            outcome=outcome,
             fence=claim.fence,
             takeover=claim.takeover,
             review_fence=review_fence,
@@ -388,38 +409,82 @@ class BatchProcessor:
         context: Any,
     ) -> RecordResult:
         """Complete the record with the staged writes (one transaction) and its outbox, then
-        send what it owes. A commit that applied nothing because DynamoDB refused a staged
-        write's condition, or canceled it otherwise, fails the record as business code that
-        raised would (nothing of the attempt landed, so a retry is safe)."""
+        send what it owes. Every way the commit can end is judged in ``protocol.py``
+        (``after_commit``): done; a lost lease; nothing landed, certainly (a staged write's
+        condition, a cause DynamoDB calls lasting, or a passing one past the store's tries),
+        which fails the record for a retry under ``"run"`` and for a review under
+        ``"quarantine"``; or unknown, which leaves the record to its lease."""
         complete = (
             functools.partial(self._store.complete, effects=effects)
             if effects
             else self._store.complete
         )
+        refused, reason, error = "retry", "", ""
         try:
             written = self._finalize(complete, record_id, claim, result, reraise=_NOTHING_LANDED)
+            verdict = {True: Verdict.MINE, False: Verdict.LEASE_LOST, None: Verdict.UNKNOWN}[
+                written
+            ]
         except WriteRefused as refusal:
-            error = f"{c.REASON_WRITE_REFUSED}: {refusal}"
-            failed = self._finalize(self._store.fail, record_id, claim, error)
-            if failed and refusal.quarantine:
-                return self._quarantined(
-                    record,
-                    parsed.key,
-                    c.REASON_WRITE_REFUSED,
-                    error,
-                    context,
-                    fence=claim.fence,
-                    takeover=claim.takeover,
-                )
-            return _replace(done, _unfinished(failed), c.REASON_WRITE_REFUSED)
+            verdict, refused = Verdict.REFUSED, refusal.refused
+            reason, error = c.REASON_WRITE_REFUSED, f"{c.REASON_WRITE_REFUSED}: {refusal}"
         except CommitCanceled as canceled:
-            failed = self._finalize(self._store.fail, record_id, claim, str(canceled))
-            return _replace(done, _unfinished(failed), str(canceled))
-        if not written:
-            return _replace(done, _unfinished(written))
+            verdict = Verdict.CANCELED
+            reason, error = c.REASON_COMMIT_FAILED, f"{c.REASON_COMMIT_FAILED}: {canceled}"
+        step = after_commit(verdict, refused=refused, review=self._settings.quarantine_takeovers)
+        if step is Step.WAIT:
+            return _replace(done, Outcome.FAILED)
+        if step is Step.LOST:
+            return _replace(done, Outcome.LEASE_LOST)
+        if step is not Step.DONE:
+            failed = self._not_committed(
+                record, parsed, record_id, claim, step, reason, error, context
+            )
+            if failed is not None:
+                return failed
         if not effects.messages:
             return done
         return self._send_owed(record_id, claim.fence, effects.messages, done, context)
+
+    def _not_committed(
+        self,
+        record: SQSRecord,
+        parsed: Parsed,
+        record_id: str,
+        claim: Claimed,
+        step: Step,
+        reason: str,
+        error: str,
+        context: Any,
+    ) -> RecordResult | None:
+        """The commit certainly landed nothing: fail the record (for review under
+        ``"quarantine"``), then quarantine the message where the step says so. The fail is
+        fenced, and it is also the check of the commit's own end: a record it finds
+        COMPLETED under this claim had its commit land after all (``CommitLanded``), and
+        then the answer is None: the record is done, with what it staged."""
+        done = RecordResult(
+            record.message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover
+        )
+        review_fence = claim.fence if step is Step.REVIEW else None
+        fail = functools.partial(self._store.fail, review_fence=review_fence)
+        try:
+            failed = self._finalize(fail, record_id, claim, error, reraise=(CommitLanded,))
+        except CommitLanded:
+            return None
+        if not failed or step is Step.RETRY:
+            # WRITE_REFUSED is its own metric; a canceled commit says AWS's codes.
+            said = reason if reason == c.REASON_WRITE_REFUSED else error
+            return _replace(done, _unfinished(failed), said)
+        return self._quarantined(
+            record,
+            parsed.key,
+            reason,
+            error,
+            context,
+            fence=claim.fence,
+            takeover=claim.takeover,
+            review_fence=review_fence,
+        )
 
     def _send_owed(
         self,
@@ -433,9 +498,23 @@ class BatchProcessor:
         owes nothing, else OWED (redelivered; the next delivery sends it again, with the same
         identity). With too little time left, nothing is sent: the batch response comes
         first."""
-        owed = _replace(done, Outcome.OWED)
-        if self._too_late(context) or not self._outbox.send(record_id, messages):
-            return owed
+        if self._too_late(context):
+            return _replace(done, Outcome.OWED, _OWED_DEADLINE)
+        sent = self._outbox.send(record_id, messages)
+        if not sent:
+            # Why, in AWS's words (the error's class and code, or a Failed entry's code):
+            # what tells a missing permission from a deleted queue from a refused message.
+            why = _why(sent)
+            log_safely(
+                self._logger,
+                "warning",
+                "outbox not sent: it is sent again on the next delivery",
+                message_id=done.message_id,
+                record_id=record_id,
+                fence=fence,
+                error=why,
+            )
+            return _replace(done, Outcome.OWED, f"{_OWED_UNSENT}: {why}")
         try:
             self._store.clear_outbox(record_id, fence)
         except Exception as error:
@@ -443,11 +522,12 @@ class BatchProcessor:
                 self._logger,
                 "warning",
                 "outbox sent but not cleared: its messages are sent again",
+                message_id=done.message_id,
                 record_id=record_id,
                 fence=fence,
-                error=_class(error),
+                error=describe(error),
             )
-            return owed
+            return _replace(done, Outcome.OWED, f"{_OWED_UNCLEARED}: {describe(error)}")
         return done
 
     def _finalize(
@@ -501,6 +581,15 @@ class BatchProcessor:
         sent = self._quarantine.send(record.raw_event, reason, error, fence=review_fence)
         if not sent:
             outcome = Outcome.FAILED
+            log_safely(
+                self._logger,
+                "warning",
+                "quarantine not sent: the record is reported failed and comes back",
+                message_id=record.message_id,
+                key=key,
+                reason=reason,
+                error=_why(sent),
+            )
         return RecordResult(
             record.message_id, outcome, key, fence, takeover, reason, review_fence=review_fence
         )
@@ -536,14 +625,27 @@ _NOTHING_LANDED = (WriteRefused, CommitCanceled)
 
 
 def _review_fence(record: SQSRecord) -> int | None:
-    """The fence a person reviewed, on a message redriven from the DLQ after a quarantined
-    takeover (``once.reason=LEASE_EXPIRED`` and ``once.fence``); None on any other."""
+    """The fence a person reviewed, on a message redriven from the DLQ after a quarantine
+    for review (``once.reason`` one of ``REVIEW_REASONS``, and ``once.fence``); None on any
+    other."""
     attributes = record.raw_event.get("messageAttributes") or {}
     reason = (attributes.get(c.QUARANTINE_ATTR_REASON) or {}).get("stringValue")
     fence = (attributes.get(c.QUARANTINE_ATTR_FENCE) or {}).get("stringValue") or ""
-    if reason != c.REASON_LEASE_EXPIRED or not (fence.isascii() and fence.isdigit()):
+    if reason not in c.REVIEW_REASONS or not (fence.isascii() and fence.isdigit()):
         return None
     return int(fence)
+
+
+#: An OWED record's reason: why its outbox is still owed (the runbook tells them apart).
+_OWED_DEADLINE = "outbox not sent: too little time left in the invocation"
+_OWED_UNSENT = "outbox not sent"
+_OWED_UNCLEARED = "outbox sent, not cleared"
+
+
+def _why(sent: object) -> str:
+    """Why a send failed, as ``Sent`` says it (a send of a test's own double may answer a
+    plain False)."""
+    return getattr(sent, "error", None) or "not sent"
 
 
 def _class(error: BaseException) -> str:

@@ -23,11 +23,58 @@ class Verdict(StrEnum):
     BUSY = Outcome.BUSY.value
     LEASE_LOST = Outcome.LEASE_LOST.value
     REFUSED = "refused"  # a staged write's condition refused the commit: nothing landed
-    CANCELED = "canceled"  # the commit was canceled for another reason: nothing landed
+    TRANSIENT = "transient"  # nothing landed, for a cause DynamoDB calls transient: commit again
+    CANCELED = "canceled"  # nothing landed, certainly, and committing again will not change it
+    UNKNOWN = "unknown"  # the write may have landed (a timeout, a 5xx): nothing is known
+    LANDED = "landed"  # a fail found the claim's own commit COMPLETED: the commit had landed
 
 
 #: A cancellation reason's code for an element whose condition failed.
 CONDITION_FAILED = "ConditionalCheckFailed"
+
+# What DynamoDB says of a refused write, from its documentation: each operation's "Errors"
+# (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html,
+# .../API_UpdateItem.html), the common errors
+# (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/CommonErrors.html) and the
+# error handling guide
+# (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html):
+# a 400 answer is a request DynamoDB did not process ("the request was not processed" for
+# throttling; "you can retry"); a 500 may have been processed ("the operation might have
+# succeeded"), and so may a request whose answer never came.
+
+#: ``CancellationReasons`` codes (TransactWriteItems) of an element canceled for a cause that
+#: passes: "TransactionConflict", "ThrottlingError" and "ProvisionedThroughputExceeded".
+#: The others: "None" (the element was not the cause), "ConditionalCheckFailed",
+#: "ItemCollectionSizeLimitExceeded" and "ValidationError", which another try meets again.
+TRANSIENT_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
+#: Error codes of a write DynamoDB refused unprocessed, for a cause that passes (throttling
+#: past the SDK's own retries, a conflict with a transaction on the item).
+TRANSIENT_ERRORS = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "ThrottlingException",
+        "TransactionConflictException",
+    }
+)
+#: Error codes of a write DynamoDB refused unprocessed, which another try meets again: a
+#: missing permission, a missing table, a request it does not accept, a full item collection,
+#: credentials it does not accept.
+REFUSED_ERRORS = frozenset(
+    {
+        "AccessDeniedException",
+        "ResourceNotFoundException",
+        "ValidationException",
+        "ItemCollectionSizeLimitExceededException",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "IncompleteSignature",
+        "MissingAuthenticationToken",
+        "ExpiredTokenException",
+    }
+)
 
 
 def judge_claim(old: Record, *, me: str, payload_hash: str) -> Verdict:
@@ -51,10 +98,16 @@ def judge_finalize(old: Record | None, *, me: str, fence: int, target_status: st
     """Classify a complete or fail whose condition (``owner, fence, IN_PROGRESS``) failed.
 
     It is my own write retried by the SDK when the record already carries my owner, my fence
-    and the status I was writing. Anything else means a newer claim owns the key.
+    and the status I was writing. A fail that finds my own fence COMPLETED follows a commit
+    taken for one that landed nothing, whose earlier try had landed after all (the SDK's
+    retry of it was answered with an error): the commit LANDED. Anything else means a newer
+    claim owns the key.
     """
-    if old is not None and old.owner == me and old.fence == fence and old.status == target_status:
-        return Verdict.MINE
+    if old is not None and old.owner == me and old.fence == fence:
+        if old.status == target_status:
+            return Verdict.MINE
+        if old.status == c.STATUS_COMPLETED and target_status == c.STATUS_FAILED:
+            return Verdict.LANDED
     return Verdict.LEASE_LOST
 
 
@@ -67,14 +120,71 @@ def judge_commit(codes: list[str], old: Record | None, *, me: str, fence: int) -
     a finalize's: my own commit retried by the SDK after it landed (the record carries my
     owner, my fence, COMPLETED) is a success, anything else a lost lease; it comes first,
     because a zombie's commit must never be taken for a business refusal. Otherwise a
-    staged write's condition refused it, or something else did (a conflicting transaction,
-    throttling): either way the record is still mine and IN_PROGRESS.
+    staged write's condition refused it (REFUSED); or every element that caused the
+    cancellation names a cause that passes (a conflicting request on one of its items,
+    throttling: TRANSIENT); or one names a cause that stays (CANCELED). In each of those
+    the record is still mine and IN_PROGRESS.
     """
     if codes and codes[-1] == CONDITION_FAILED:
         return judge_finalize(old, me=me, fence=fence, target_status=c.STATUS_COMPLETED)
     if CONDITION_FAILED in codes[:-1]:
         return Verdict.REFUSED
+    causes = set(codes) - {"None"}
+    if causes and causes <= TRANSIENT_REASONS:
+        return Verdict.TRANSIENT
     return Verdict.CANCELED
+
+
+def judge_write_error(code: str | None) -> Verdict:
+    """Classify a completing write (the commit, or the plain completion) that DynamoDB
+    refused with an error other than a condition's or a transaction's cancellation, from
+    AWS's error code (None: no answer from DynamoDB, a timeout or a reset connection).
+
+    Refused unprocessed for a cause that passes: TRANSIENT; for one that stays: CANCELED;
+    anything else (an internal error, no answer, a reused idempotency token, a transaction
+    still in progress under the same token, a code not documented) may have landed: UNKNOWN.
+    """
+    if code in TRANSIENT_ERRORS:
+        return Verdict.TRANSIENT
+    if code in REFUSED_ERRORS:
+        return Verdict.CANCELED
+    return Verdict.UNKNOWN
+
+
+class Step(StrEnum):
+    """What the processor does once a commit ended, after business code returned."""
+
+    DONE = "done"  # the record is COMPLETED: send what it owes, acknowledge
+    LOST = "lost"  # a newer claim owns the key: report it failed, write nothing
+    RETRY = "retry"  # fail the record; the next delivery runs business code again
+    QUARANTINE = "quarantine"  # fail the record and send the message to the DLQ
+    REVIEW = "review"  # fail the record for review (its fence) and send it to the DLQ
+    WAIT = "wait"  # unknown: leave the record IN_PROGRESS; its lease decides
+
+
+def after_commit(verdict: Verdict, *, refused: str = "retry", review: bool) -> Step:
+    """Where a commit's ending leads, by the policy (``review``: ``on_expired_lease=
+    "quarantine"``, for business code whose effects cannot be fenced; ``refused``: what the
+    refused staged write asked for). A TRANSIENT ending is committed again within the
+    invocation by the store; one that stays TRANSIENT past those tries is CANCELED here.
+
+    Business code that returned is run again only under ``"run"``: under ``"quarantine"``,
+    every commit that certainly landed nothing goes to a person, who checks what business
+    code did before redriving (the record is FAILED for review, as a quarantined takeover's
+    is). An unknown ending is left to the lease: the takeover that follows is itself
+    quarantined under ``"quarantine"``.
+    """
+    if verdict in (Verdict.MINE, Verdict.LANDED):
+        return Step.DONE
+    if verdict is Verdict.LEASE_LOST:
+        return Step.LOST
+    if verdict is Verdict.UNKNOWN:
+        return Step.WAIT
+    if review:
+        return Step.REVIEW
+    if verdict is Verdict.REFUSED and refused == "quarantine":
+        return Step.QUARANTINE
+    return Step.RETRY
 
 
 def is_takeover(old: Record | None, *, retried: bool) -> bool:
@@ -99,12 +209,26 @@ def claim_expires_at(now_ms: int, lease_ms: int, retention_s: int) -> int:
 
 
 def _quarantined_crash(previous: Record | None) -> bool:
-    """Whether the record a claim replaced was FAILED by a quarantined takeover."""
+    """Whether the record a claim replaced was FAILED for review: by a quarantined takeover,
+    or by a commit that landed nothing under ``on_expired_lease="quarantine"`` (each writes
+    the review fence; a takeover's record written before review fences were stored says
+    ``LEASE_EXPIRED``)."""
     return (
         previous is not None
         and previous.status == c.STATUS_FAILED
-        and previous.error == c.REASON_LEASE_EXPIRED
+        and (previous.review_fence is not None or previous.error == c.REASON_LEASE_EXPIRED)
     )
+
+
+def review_reason(*, takeover: bool, previous: Record | None) -> str:
+    """The ``once.reason`` of a claim quarantined for review: ``LEASE_EXPIRED`` for a
+    takeover; for a copy that reached a record FAILED for review, the reason of that review
+    (stored first in the record's error, ``<reason>: <detail>``)."""
+    if not takeover and previous is not None and previous.error:
+        reason = previous.error.split(":", 1)[0]
+        if reason in c.REVIEW_REASONS:
+            return reason
+    return c.REASON_LEASE_EXPIRED
 
 
 def _review_start(previous: Record) -> int:

@@ -9,7 +9,9 @@ every claim condition, because TTL deletes lazily, sometimes days late.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from typing import Any, ClassVar
 from botocore.exceptions import ClientError
 
 from once import constants as c
+from once.awserrors import error_code
 from once.effects import Effects
 from once.models import Outcome, Record
 from once.protocol import (
@@ -29,7 +32,15 @@ from once.protocol import (
     judge_claim,
     judge_commit,
     judge_finalize,
+    judge_write_error,
 )
+
+#: Tries of a completing write whose refusal DynamoDB calls transient (a conflicting request
+#: on one of its items, throttling past the SDK's own retries), within the invocation: the
+#: staged writes are still what business code asked for, so committing again is safe.
+COMMIT_TRIES = 3
+#: The wait before the second and third try, at most (full jitter, as AWS's SDKs back off).
+_COMMIT_BACKOFF_S = (0.05, 0.2)
 
 _CLAIM_UPDATE = (
     "SET #status = :in_progress, #owner = :me, #lease = :lease, #expires = :expires, "
@@ -122,21 +133,40 @@ class WriteRefused(Exception):
     """DynamoDB refused a staged write's condition at commit: nothing of the commit landed
     and the record is still IN_PROGRESS under the claim. Names the element, never a value."""
 
-    def __init__(self, index: int, operation: str, table: str, quarantine: bool) -> None:
+    def __init__(self, index: int, operation: str, table: str, refused: str) -> None:
         super().__init__(
             f"staged write {index} ({operation} on table {table}) was refused by its condition"
         )
         self.index = index
-        self.quarantine = quarantine
+        #: What business code asked for when it staged the write: "retry" or "quarantine".
+        self.refused = refused
+
+
+class _Canceled(Exception):
+    """Inside the store: a commit canceled, nothing landed, judged TRANSIENT or CANCELED."""
+
+    def __init__(self, verdict: Verdict, codes: list[str]) -> None:
+        super().__init__(verdict.value)
+        self.verdict = verdict
+        self.codes = codes
 
 
 class CommitCanceled(Exception):
-    """DynamoDB canceled or refused the commit for a reason other than a condition (a
-    conflicting transaction, throttling past the SDK's retries, a request it does not
-    accept): nothing landed and the record is still IN_PROGRESS under the claim."""
+    """DynamoDB canceled or refused the completing write for a reason other than a
+    condition, certainly before applying any of it (a missing permission, a deleted table, a
+    request it does not accept; a conflicting transaction or throttling past the tries):
+    nothing landed and the record is still IN_PROGRESS under the claim. Names AWS's codes,
+    never a value."""
 
     def __init__(self, codes: list[str]) -> None:
         super().__init__("commit canceled: " + ", ".join(sorted(set(codes) - {"None"})))
+        self.codes = codes
+
+
+class CommitLanded(Exception):
+    """A fail after a commit taken for one that landed nothing found the record COMPLETED
+    under the same claim: an earlier try of the commit had landed (its answer was lost, and
+    the SDK's retry was refused). The record is done, with what it staged."""
 
 
 def client_request_token(owner: str, fence: int) -> str:
@@ -163,11 +193,13 @@ class RecordStore:
         *,
         retention_s: int = c.DEFAULT_RETENTION_S,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._client = client
         self._table = table_name
         self._retention_s = retention_s
         self._clock = clock
+        self._sleep = sleep
 
     @property
     def table_name(self) -> str:
@@ -228,8 +260,32 @@ class RecordStore:
             update = _COMPLETE_WITH_OUTBOX_UPDATE
             values[":outbox"] = {"L": [_s(m.to_json()) for m in effects.messages]}
         if effects is None or not effects.writes:
-            return self._finalize(record_id, claim, update, values, c.STATUS_COMPLETED)
+            plain = functools.partial(
+                self._finalize, record_id, claim, update, values, c.STATUS_COMPLETED
+            )
+            return self._tried(plain, lambda error: [error_code(error) or "None"])
         return self._commit(record_id, claim, update, values, effects)
+
+    def _tried(
+        self, write: Callable[[], bool], codes_of: Callable[[ClientError], list[str]]
+    ) -> bool:
+        """A completing write, tried again while DynamoDB refuses it for a cause that passes
+        (``COMMIT_TRIES`` in all). Raises ``CommitCanceled`` when it certainly landed nothing
+        (``protocol.judge_write_error``); an error after which it may have landed is raised
+        as it is."""
+        for tried in range(1, COMMIT_TRIES + 1):
+            try:
+                return write()
+            except _Canceled as canceled:
+                verdict, codes = canceled.verdict, canceled.codes
+            except ClientError as error:
+                verdict, codes = judge_write_error(error_code(error)), codes_of(error)
+                if verdict is Verdict.UNKNOWN:
+                    raise
+            if verdict is Verdict.CANCELED or tried == COMMIT_TRIES:
+                raise CommitCanceled(codes) from None
+            self._sleep(random.uniform(0, _COMMIT_BACKOFF_S[tried - 1]))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _commit(
         self,
@@ -251,37 +307,46 @@ class RecordStore:
             "ExpressionAttributeValues": values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        try:
-            self._client.transact_write_items(
-                TransactItems=[*effects.writes, {"Update": record}],
-                ClientRequestToken=client_request_token(claim.owner, claim.fence),
-            )
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code")
-            if code == "ValidationException":
-                # Refused before anything was applied (two Puts on one item, an item over
-                # its size, a malformed element): the record is still the claim's.
-                raise CommitCanceled([code]) from None
-            if code != "TransactionCanceledException":
-                raise
-            reasons = error.response.get("CancellationReasons") or []
-            codes = [reason.get("Code") or "None" for reason in reasons]
-            item = reasons[-1].get("Item") if reasons else None
-            old = Record.from_item(item) if item else None
-            verdict = judge_commit(codes, old, me=claim.owner, fence=claim.fence)
-            if verdict is Verdict.REFUSED:
-                index = codes.index(CONDITION_FAILED)
-                ((operation, body),) = effects.writes[index].items()
-                raise WriteRefused(
-                    index,
-                    operation,
-                    str(body["TableName"]),
-                    effects.refusals[index] == "quarantine",
-                ) from None
-            if verdict is Verdict.CANCELED:
-                raise CommitCanceled(codes) from None
-            return verdict is Verdict.MINE
-        return True
+        # One request for every try: DynamoDB takes its token (ClientRequestToken) again
+        # only with the same parameters, and answers a retry of a commit that landed as the
+        # commit itself.
+        request = {
+            "TransactItems": [*effects.writes, {"Update": record}],
+            "ClientRequestToken": client_request_token(claim.owner, claim.fence),
+        }
+
+        def commit() -> bool:
+            try:
+                self._client.transact_write_items(**request)
+            except ClientError as error:
+                if error_code(error) != "TransactionCanceledException":
+                    raise
+                return self._canceled(error, claim, effects)
+            return True
+
+        return self._tried(commit, lambda error: [error_code(error) or "None"])
+
+    @staticmethod
+    def _canceled(error: ClientError, claim: Claimed, effects: Effects) -> bool:
+        """A canceled commit, judged from each element's cancellation code and the record its
+        condition saw: True (mine, it had landed), False (a lost lease), or raised."""
+        reasons: Any = error.response.get("CancellationReasons") or []
+        codes = [reason.get("Code") or "None" for reason in reasons]
+        item = reasons[-1].get("Item") if reasons else None
+        old = Record.from_item(item) if item else None
+        verdict = judge_commit(codes, old, me=claim.owner, fence=claim.fence)
+        if verdict is Verdict.REFUSED:
+            index = codes.index(CONDITION_FAILED)
+            ((operation, body),) = effects.writes[index].items()
+            raise WriteRefused(
+                index,
+                operation,
+                str(body["TableName"]),
+                effects.refusals[index],
+            ) from None
+        if verdict in (Verdict.TRANSIENT, Verdict.CANCELED):
+            raise _Canceled(verdict, codes) from None
+        return verdict is Verdict.MINE
 
     def clear_outbox(self, record_id: str, fence: int) -> bool:
         """Every message of the record's outbox is sent: remove it, if the record is still
@@ -326,6 +391,8 @@ class RecordStore:
         verdict = judge_finalize(
             old, me=claim.owner, fence=claim.fence, target_status=target_status
         )
+        if verdict is Verdict.LANDED:
+            raise CommitLanded(record_id)
         return verdict is Verdict.MINE
 
     @staticmethod

@@ -207,7 +207,7 @@ def test_redrive_leaves_lease_expired_messages_unless_told(cloud, capsys):
 
     assert once(cloud, "redrive") == 0
     out = capsys.readouterr().out
-    assert "moved 1 message " in out and "left 1 LEASE_EXPIRED message in the DLQ" in out
+    assert "moved 1 message " in out and "left 1 message for review in the DLQ" in out
     assert "--include-lease-expired" in out
     assert depth(cloud, "DlqUrl") == 1 and depth(cloud, "QueueUrl") == before + 1
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from once import constants as c
 from once.models import Record
-from once.protocol import CONDITION_FAILED, Verdict, judge_commit
+from once.protocol import CONDITION_FAILED, TRANSIENT_REASONS, Verdict, judge_commit
 
 ME, OTHER = "me", "other"
 FENCE = 3
@@ -21,6 +21,7 @@ OTHER_CODES = (
     "ThrottlingError",
     "ValidationError",
     "ProvisionedThroughputExceeded",
+    "ItemCollectionSizeLimitExceeded",
 )
 
 
@@ -66,10 +67,20 @@ def test_a_staged_write_refused_with_the_record_still_mine_is_refused() -> None:
     )
 
 
-@pytest.mark.parametrize("code", OTHER_CODES)
-def test_a_commit_canceled_for_another_reason_is_canceled(code: str) -> None:
+@pytest.mark.parametrize("code", sorted(TRANSIENT_REASONS))
+def test_a_commit_canceled_for_a_passing_cause_is_transient(code: str) -> None:
+    # A conflicting request on one of its items (a duplicate's claim on the record, another
+    # record's commit on one ledger row) or throttling: committing again may land it.
+    assert judge_commit([NONE, code, NONE], None, me=ME, fence=FENCE) is Verdict.TRANSIENT
+    assert judge_commit([code, code], None, me=ME, fence=FENCE) is Verdict.TRANSIENT
+
+
+@pytest.mark.parametrize("code", ["ValidationError", "ItemCollectionSizeLimitExceeded"])
+def test_a_commit_canceled_for_a_lasting_cause_is_canceled(code: str) -> None:
     assert judge_commit([NONE, code, NONE], None, me=ME, fence=FENCE) is Verdict.CANCELED
-    assert judge_commit([code, NONE], None, me=ME, fence=FENCE) is Verdict.CANCELED
+    assert judge_commit([code, "TransactionConflict"], None, me=ME, fence=FENCE) is (
+        Verdict.CANCELED
+    )
 
 
 def test_a_cancellation_without_reasons_is_canceled() -> None:
@@ -95,8 +106,14 @@ def test_a_failed_record_condition_is_judged_as_a_finalize_whatever_the_staged_c
     staged=st.lists(st.sampled_from((NONE, CONDITION_FAILED, *OTHER_CODES)), max_size=99),
     record_code=st.sampled_from((NONE, *OTHER_CODES)),
 )
-def test_with_the_record_condition_met_a_refused_staged_condition_is_refused_else_canceled(
+def test_with_the_record_condition_met_a_refused_staged_condition_is_refused_else_by_cause(
     staged: list[str], record_code: str
 ) -> None:
     verdict = judge_commit([*staged, record_code], None, me=ME, fence=FENCE)
-    assert verdict is (Verdict.REFUSED if CONDITION_FAILED in staged else Verdict.CANCELED)
+    causes = {*staged, record_code} - {NONE}
+    if CONDITION_FAILED in staged:
+        assert verdict is Verdict.REFUSED
+    elif causes and causes <= TRANSIENT_REASONS:
+        assert verdict is Verdict.TRANSIENT
+    else:
+        assert verdict is Verdict.CANCELED
