@@ -35,6 +35,7 @@ from oncecli.chaos.retrytimes import NOT_DONE
 from oncecli.chaos.traffic import harness_id
 from oncecli.demo import example
 from oncecli.localcloud.batchrules import decide
+from oncecli.localcloud.cloud import routing_env
 from oncecli.localcloud.invocation import LambdaContext
 from oncecli.localcloud.mapping import event_record
 
@@ -272,8 +273,8 @@ def run(spec: WorkerSpec) -> None:
     os.environ.update(
         {
             **local_env(),
-            "AWS_ENDPOINT_URL_DYNAMODB": spec.dynamodb_endpoint,
-            "AWS_ENDPOINT_URL_SQS": spec.sqs_endpoint,
+            # Every service on the local engines (the SQS endpoint is moto's), never AWS.
+            **routing_env(spec.sqs_endpoint, spec.dynamodb_endpoint),
             "LEDGER_TABLE_NAME": spec.tables["ledger"],
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_DISABLED": "true",

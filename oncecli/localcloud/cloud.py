@@ -12,7 +12,11 @@ called for it).
 
 With ``engine="dynamodb-local"`` the tables are also created on DynamoDB Local, from the
 template's definitions and with the names the stack gave them, and everything that reads or
-writes DynamoDB is pointed there; SQS stays on moto.
+writes DynamoDB is pointed there; SQS and every other service stay on moto.
+
+A worker reaches the local cloud for every AWS service its function calls, never the
+internet (``routing_env``): once's SNS outbox and the business code's S3 or SecretsManager
+calls land on moto, and a service moto does not emulate answers with an error at once.
 """
 
 from __future__ import annotations
@@ -393,19 +397,60 @@ class LocalCloud:
         return running
 
     def worker_env(self, consumer: Consumer | None = None) -> dict[str, str]:
-        """What a worker needs beyond the function's own environment variables. Metrics
-        stay on: their EMF lines are what ``emf.Shipper`` keeps."""
+        """What a worker needs beyond the function's own environment variables: the local
+        credentials and region, every AWS service routed to the local cloud
+        (``routing_env``), and Lambda's variables. Metrics stay on: their EMF lines are
+        what ``emf.Shipper`` keeps."""
         function = (consumer or self.only()).function
         return {
             **local_env(),
-            "AWS_ENDPOINT_URL_SQS": self.endpoints["sqs"],
-            "AWS_ENDPOINT_URL_DYNAMODB": self.endpoints["dynamodb"],
-            "AWS_ENDPOINT_URL_CLOUDWATCH": self.endpoints["sqs"],
+            **routing_env(self.endpoints["sqs"], self.endpoints["dynamodb"]),
             "AWS_LAMBDA_FUNCTION_NAME": function.name,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_LOG_LEVEL": "WARNING",
         }
+
+
+def routing_env(moto: str, dynamodb: str) -> dict[str, str]:
+    """The environment that sends every AWS call of a function to the local cloud and
+    never to the internet: whatever service the code calls (once's SQS, DynamoDB, SNS and
+    CloudWatch, or the business code's S3, SecretsManager, STS...), its client reaches moto
+    at ``moto``, and DynamoDB's (and DynamoDB Streams') reaches ``dynamodb`` (DynamoDB Local,
+    or moto). A service moto does not emulate answers with an error at once; nothing waits
+    on an unreachable AWS endpoint.
+
+    botocore (1.31 and later) takes ``AWS_ENDPOINT_URL`` for the client of every service,
+    and ``AWS_ENDPOINT_URL_<SERVICE>`` over it for one service, both over the config file's
+    (AWS SDKs and Tools Reference Guide, "Service-specific endpoints",
+    https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html). The rest
+    keeps a shell set up for real AWS from undoing that: the SDK's endpoint overrides are
+    honoured (``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` would turn them off); no FIPS or
+    dual-stack variant is asked of a custom endpoint; no config or credentials file is read
+    (Lambda has none: no profile's region, endpoint or credential process); credentials
+    never come from the instance metadata service; and a proxy is never used for the
+    local cloud's hosts (``NO_PROXY``, with the shell's own entries kept). The worker
+    drops any other ``AWS_ENDPOINT_URL_<SERVICE>`` and profile it would inherit
+    (``invocation.worker_environ``).
+    """
+    local_hosts = ["127.0.0.1", "localhost"]
+    shell_no_proxy = os.environ.get("no_proxy") or os.environ.get("NO_PROXY") or ""
+    no_proxy = ",".join(
+        dict.fromkeys([*local_hosts, *(h.strip() for h in shell_no_proxy.split(",") if h.strip())])
+    )
+    return {
+        "AWS_ENDPOINT_URL": moto,
+        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb,
+        "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": dynamodb,
+        "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "false",
+        "AWS_USE_FIPS_ENDPOINT": "false",
+        "AWS_USE_DUALSTACK_ENDPOINT": "false",
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "NO_PROXY": no_proxy,
+        "no_proxy": no_proxy,
+    }
 
 
 def start(engine: str, argv: list[str], **kwargs: Any) -> LocalCloud:

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -105,6 +106,26 @@ def run_from(code_dir: str) -> None:
     importlib.invalidate_caches()
 
 
+#: What a worker inherits from the process that started it only if its mapping sets it too:
+#: the AWS SDK's endpoint overrides (``AWS_ENDPOINT_URL``, ``AWS_ENDPOINT_URL_<SERVICE>``)
+#: and profile. Left over from a shell set up for real AWS, one of them would send a
+#: service's calls (or all of them) elsewhere than where the mapping routes them.
+_ROUTING_PREFIX = "AWS_ENDPOINT_URL"
+_ROUTING = frozenset({"AWS_PROFILE", "AWS_DEFAULT_PROFILE"})
+
+
+def worker_environ(inherited: Mapping[str, str], env: Mapping[str, str]) -> dict[str, str]:
+    """The environment a worker runs with: the one it ``inherited`` less the endpoint
+    overrides and profile its mapping did not set (``_ROUTING``), then ``env`` (the
+    function's own variables and the mapping's)."""
+    kept = {
+        name: value
+        for name, value in inherited.items()
+        if not (name.startswith(_ROUTING_PREFIX) or name in _ROUTING)
+    }
+    return {**kept, **env}
+
+
 def serve(
     conn: Connection,
     handler: str,
@@ -113,13 +134,16 @@ def serve(
     code_dir: str | None = None,
 ) -> None:
     """Process entry point: import the handler (from ``code_dir``, the function's asset,
-    if given), then answer invocations until told to stop.
+    if given), then answer invocations until told to stop. The process's environment is
+    ``worker_environ(inherited, env)``.
 
     Each answer is ``("ok", json_text)`` or ``("error", "Class: message")``; the JSON text is
     parsed by the parent, as Lambda parses the function's response payload.
     """
     _quiet(log_path)
-    os.environ.update(env)
+    environ = worker_environ(os.environ, env)
+    os.environ.clear()
+    os.environ.update(environ)
     if code_dir is not None:
         run_from(code_dir)
     module_name, function_name = handler.rsplit(".", 1)

@@ -495,3 +495,25 @@ def test_waiting_fifo_messages_come_ten_at_a_time_as_lambda_hands_them_over(
     assert [len(first.outcomes), len(rest.outcomes)] == [10, 2]
     assert len(first.responses) == 1
     assert first.outcomes + rest.outcomes == [Outcome.PROCESSED] * 12
+
+
+def test_every_service_business_code_calls_reaches_the_mock_whatever_the_shell_sets(
+    monkeypatch,
+) -> None:
+    # A shell set up for a real endpoint per service must not send the outbox's SNS client
+    # (or business code's own) past moto.
+    for service in ("SNS", "S3", "SQS", "DYNAMODB"):
+        monkeypatch.setenv(f"AWS_ENDPOINT_URL_{service}", "http://127.0.0.1:9")
+
+    with OnceEnv() as env:
+        topic = boto3.client("sns").create_topic(Name="notices")["TopicArn"]
+
+        def notify(body: dict[str, Any], attempt: Any) -> str:
+            attempt.send(topic, {"orderId": body["orderId"]})
+            boto3.client("s3").list_buckets()
+            return "sent"
+
+        delivery = env.deliver(make_handler(notify, key="orderId"), [ORDER])
+        assert delivery.outcomes == [Outcome.PROCESSED]
+
+    assert os.environ["AWS_ENDPOINT_URL_SNS"] == "http://127.0.0.1:9"  # put back after

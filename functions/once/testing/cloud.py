@@ -18,6 +18,11 @@ outcome counts the function published::
 The cloud lives for the session: ``metrics`` and ``dlq_messages`` hold every test's so
 far, so a test compares before and after, or looks for its own keys.
 
+Every AWS call the functions make reaches the local cloud, never AWS: once's outbox to an
+SNS topic, the business code's S3, SecretsManager or STS calls (a service moto does not
+emulate answers with an error at once). ``client(service)`` reaches the same from the
+test, to set up or read what the business code calls.
+
 It needs the ``once`` command's local cloud: ``pip install "once[local,testing]"``.
 """
 
@@ -141,6 +146,12 @@ class OnceCloud:
                 )
             ids.append(sqs.send_message(**request)["MessageId"])
         return ids
+
+    def client(self, service: str) -> Any:
+        """A client of ``service`` on the local cloud, where the functions' own calls go
+        (every service on moto, DynamoDB on its engine): to set up or read what the business
+        code calls, e.g. a topic's subscriber queue, an S3 object, a secret."""
+        return self._cloud.client(service)
 
     def drain(self, timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         """Wait until every consumer's queue is empty (nothing waiting, nothing in flight or

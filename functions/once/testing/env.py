@@ -57,13 +57,14 @@ DEFAULT_REGION = "us-east-1"
 DEFAULT_TIMEOUT_S = 30
 #: A message attribute a test sets: a String, a Number or Binary.
 AttributeValue = str | int | float | bytes
-#: Environment variables that would send the clients elsewhere than moto, removed meanwhile.
-_AWAY_FROM_MOTO = (
-    "AWS_PROFILE",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_DYNAMODB",
-    "AWS_ENDPOINT_URL_SQS",
-)
+#: Environment variables that would send the clients elsewhere than moto, removed meanwhile;
+#: and every ``AWS_ENDPOINT_URL_<SERVICE>`` set (``_away_from_moto``): business code's SNS,
+#: S3 or any other client must reach the mock too.
+_AWAY_FROM_MOTO = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL")
+
+
+def _away_from_moto() -> list[str]:
+    return [*_AWAY_FROM_MOTO, *(n for n in os.environ if n.startswith("AWS_ENDPOINT_URL_"))]
 
 
 class Clock:
@@ -252,7 +253,7 @@ class OnceEnv:
         self._saved_env.clear()
 
     def _set_env(self) -> None:
-        wanted: dict[str, str | None] = {name: None for name in _AWAY_FROM_MOTO}
+        wanted: dict[str, str | None] = {name: None for name in _away_from_moto()}
         wanted[c.ENV_TABLE_NAME] = TABLE_NAME
         wanted[c.ENV_DLQ_URL] = None  # set once the queue exists
         for name, default in (
