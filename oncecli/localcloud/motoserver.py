@@ -31,14 +31,23 @@ visibility changes run beside it: a delete that lands mid-walk unlocks a group w
 earlier messages the walk has already passed over as locked, and a later message of that
 group is handed out before them. Here a FIFO receive holds the queue's lock for its walk,
 and a delete and a visibility change wait for it.
+
+And every SQS, SNS and DynamoDB request is held to AWS's documented rules where moto is
+lenient (sizes, characters, counts, ids, a transaction's items and token), with AWS's error
+codes: ``once.testing.strict``, installed here before the server starts. Its patches wrap
+the response handlers (and ``DynamoType``, ``LimitedSizeDict``), these the backend: they
+compose.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import sys
 import threading
 import time
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import moto.dynamodb.models as dynamodb_models
@@ -60,6 +69,23 @@ _unix_time_millis = sqs_models.unix_time_millis
 _receive_instant = threading.local()
 #: How often a long poll on a FIFO queue looks for messages again.
 _FIFO_POLL_S = 0.05
+
+
+def _strict() -> ModuleType:
+    """``once.testing.strict``, loaded from its file: importing it by name would run
+    ``once.testing``'s ``__init__``, the pytest plugin, and the local cloud (``once[local]``)
+    has no pytest. Its ``install`` sees by a mark on moto's methods whether it has run, so a
+    process that also imports it by name patches moto once."""
+    import once
+
+    path = Path(once.__file__).parent / "testing" / "strict.py"
+    spec = importlib.util.spec_from_file_location("_once_testing_strict", path)
+    if spec is None or spec.loader is None:  # pragma: no cover - the file ships in the wheel
+        raise ImportError(f"once.testing.strict not found at {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _serialized(self: Any) -> Any:
@@ -188,6 +214,7 @@ SQSBackend.receive_message = _fifo_receives_take_turns  # type: ignore[method-as
 sqs_models.unix_time_millis = _clock_ms
 Queue.delete_message = _delete_under_lock  # type: ignore[method-assign]
 SQSBackend.change_message_visibility = _change_visibility_under_lock  # type: ignore[method-assign]
+_strict().install()
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -433,9 +433,11 @@ def _lose_first_commit_response(env: OnceEnv) -> list[str]:
 
 
 def test_an_sdk_retry_of_a_landed_commit_is_recognised_and_applied_once(env: OnceEnv) -> None:
-    """moto ignores ClientRequestToken: the retry is refused by the record's condition, which
-    now holds my completion, and the own-retry rule reads that as a success. (DynamoDB Local
-    honours the token: tests/chaos/test_atomic_on_dynamodb_local.py.)"""
+    """once_env honours ClientRequestToken as DynamoDB does (once.testing.strict; stock moto
+    ignores it): the SDK's retry of the landed commit is answered as the commit itself and
+    applies nothing again. Past DynamoDB's ten minutes the record's condition refuses such a
+    retry and the own-retry rule reads it as a success (tests/unit/test_commit_decision.py;
+    DynamoDB Local: tests/chaos/test_atomic_on_dynamodb_local.py)."""
     credit = Credit()
     handler = handler_of(credit)
     answers: list[str] = []
@@ -449,7 +451,7 @@ def test_an_sdk_retry_of_a_landed_commit_is_recognised_and_applied_once(env: Onc
 
     assert delivery.outcomes == [Outcome.PROCESSED]
     assert len(tokens) == 2 and tokens[0] == tokens[1]  # the same commit went out twice
-    assert answers == ["TransactionCanceledException"]  # moto applied no token: the rule did
+    assert answers == ["ok"]  # the token: DynamoDB's answer to a replayed commit
     assert balance(env) == AMOUNT  # applied once
     record = env.record("p-1")
     assert record is not None and record.status == c.STATUS_COMPLETED

@@ -212,6 +212,9 @@ class OnceEnv:
                 f"once_env runs on moto: install the test dependencies, {install_hint('testing')}"
             ) from error
 
+        from once.testing import strict
+
+        strict.install()  # moto held to AWS's rules (sizes, characters, counts): strict.py
         self._set_env()
         try:
             self._mock = mock_aws()
