@@ -12,6 +12,11 @@ record (``attempt.write``), one guarded by a condition that may refuse the commi
 messages for the outbox (``attempt.send``), whose sends may fail; the operator redrives the
 DLQ as the runbook says, reviewing LEASE_EXPIRED copies first.
 
+AWS answers as it documents, not kinder (``aws_faults.py``): a per-example budget of faults,
+each drawn from the errors AWS documents for the call (a canceled commit's
+``CancellationReasons``, a refused UpdateItem, a batch send's ``Failed`` entries, a refused
+quarantine, a timeout before or after a write landed), each answering one call.
+
 The queues, the DLQ, the outbox's destination and the clock are plain Python; the records
 and the business writes live in a real engine (moto in-process for the default suite,
 DynamoDB Local for long runs). The handler is the real one (``make_handler``), bound to the
@@ -31,8 +36,24 @@ The invariants, each from the design:
 - ``fifo_order``: in a FIFO group an operation takes effect only once every earlier one of its
   group has taken effect or reached the DLQ;
 - ``owed_dropped``: nothing an outbox owes is dropped (acknowledged while owed, or never sent);
+- ``undeliverable_committed``: nothing is committed that is never delivered: at quiescence
+  every completion's outbox was sent; a destination refused until a person fixes it
+  (``aws_faults.PERMANENT``) leaves the record owing, counted (``owed``) at each delivery
+  and in the DLQ by ``maxReceiveCount``, never silently cleared;
+- ``unfenced_ran_twice``: under ``on_expired_lease="quarantine"``, business code that returned
+  for an operation never runs for it again without a person's review in between (the redrive
+  of a DLQ copy carrying ``once.fence``), and under either policy never once its commit
+  landed, while the record is remembered (past its retention a record is forgotten, as the
+  design says, and the operation starts afresh);
+- ``identity_lost``: for a consumer keyed on the upstream identity (``key=SOURCE_KEY``), a
+  DLQ copy keeps ``once.source`` and ``once.seq``: its redrive is never ``INVALID_KEY``;
 - liveness at quiescence (``quiesce``): once producers stop and the operator has followed the
   runbook, every operation is COMPLETED or knowingly dropped, in a bounded number of rounds.
+
+A check made inside the runtime's own calls (business code, the DLQ's ``SendMessage``) would
+be caught there like any error (business code that raises is a transient failure; a
+quarantine whose send raises is not sent): it is noted (``noted``) and raised again once the
+invocation ends.
 """
 
 from __future__ import annotations
@@ -41,7 +62,8 @@ import json
 import math
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -49,10 +71,12 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from once import PermanentError, make_handler
+from once import SOURCE_KEY, PermanentError, make_handler
 from once import constants as c
+from once.backoff import Backoff
 from once.handler import Handler
 from once.models import Attempt, Outcome, Record, record_id
+from once.observability import logger
 from once.outbox import Outbox
 from once.payload import canonical_json, sha256
 from once.store import RecordStore
@@ -64,6 +88,9 @@ from once.testing.crash import (
     InvocationKilled,
     KillSwitch,
 )
+from once.visibility import Visibility
+from tests.chaos import aws_faults
+from tests.chaos.aws_faults import Fault, Faults, FaultyDynamoDB
 
 REGION = "us-east-1"
 ACCOUNT = "000000000000"
@@ -76,6 +103,17 @@ LEASE_MARGIN_S = 2
 RETENTION_S = 600
 DLQ_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/model-dlq"
 OUT_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/model-out"
+OUT_TOPIC = f"arn:aws:sns:{REGION}:{ACCOUNT}:model-out"
+#: The faults an example may inject (``aws_faults``): few, so runs stay fast and each fault
+#: meets the paths around it.
+FAULT_BUDGET = 3
+#: With ``backoff``, the handler's own: failed records come back after d(n) = 2 * 2^(n-1) s.
+BACKOFF_BASE_S, BACKOFF_MAX_S = 2, 300
+#: ``source_keyed``: the upstream outbox the messages come from (``once.source``), and how
+#: many attributes of the team's own each message carries beside the identity (8: with once's
+#: own a DLQ copy cannot keep them all).
+UPSTREAM = "upstream-record"
+TEAM_ATTRIBUTES = 8
 #: Business keys per example: few, so that copies, conflicts and groups meet.
 MAX_KEYS = 4
 GROUPS = ("g1", "g2")
@@ -160,13 +198,17 @@ class Op:
 
     key: str
     version: int
-    mode: str  # "ok", "flaky", "permanent", "gated"
+    mode: str  # "ok", "flaky", "permanent", "gated", "plain" (stages no write)
     send: bool
     ret: int
+    #: Where the outbox message goes: the queue (SendMessageBatch) or the topic (PublishBatch).
+    to: str = "queue"
 
     def body(self) -> str:
         fields = {"k": self.key, "v": self.version, "mode": self.mode, "send": self.send}
-        return json.dumps(fields | {"ret": self.ret})
+        return json.dumps(
+            fields | {"ret": self.ret} | ({"to": self.to} if self.to != "queue" else {})
+        )
 
     @property
     def payload_hash(self) -> str:
@@ -195,9 +237,16 @@ class Context:
         return max(0, int((self._deadline - self._clock()) * 1000))
 
 
+class _Meta:
+    endpoint_url = f"https://sqs.{REGION}.amazonaws.com"
+
+
 class _Sqs:
-    """The handler's SQS client for the DLQ and the outbox's destination: sends land in the
-    model's lists; ``down`` makes them fail as an unreachable queue does."""
+    """The handler's SQS and SNS client for the DLQ, the outbox's destinations and the source
+    queue's visibility: sends land in the model's lists; ``down`` makes them fail as an
+    unreachable queue does; an armed fault (``aws_faults``) answers as AWS documents."""
+
+    meta = _Meta()
 
     def __init__(self, machine: MessageMachine) -> None:
         self._machine = machine
@@ -206,19 +255,71 @@ class _Sqs:
         if self._machine.dlq_down:
             raise ConnectionError("DLQ unreachable (model)")
         assert request["QueueUrl"] == DLQ_URL
-        self._machine.on_quarantine(request)
-        return {"MessageId": uuid.uuid4().hex}
+
+        def send() -> dict[str, Any]:
+            with self._machine.noted():
+                self._machine.on_quarantine(request)
+            return {"MessageId": uuid.uuid4().hex}
+
+        fault = self._machine.faults.take("quarantine")
+        if fault is None:
+            return send()
+        return aws_faults.answer_call(fault, send, "SendMessage", "sqs")
 
     def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        assert QueueUrl == OUT_URL
+        return self._batch("outbox-sqs", "SendMessageBatch", Entries)
+
+    def publish_batch(
+        self, TopicArn: str, PublishBatchRequestEntries: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        assert TopicArn == OUT_TOPIC
+        return self._batch("outbox-sns", "PublishBatch", PublishBatchRequestEntries)
+
+    def _batch(self, target: str, operation: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
         if self._machine.out_down:
             raise ConnectionError("destination unreachable (model)")
-        assert QueueUrl == OUT_URL
-        for entry in Entries:
-            attributes = entry.get("MessageAttributes", {})
-            source = attributes[c.OUTBOX_ATTR_SOURCE]["StringValue"]
-            seq = attributes[c.OUTBOX_ATTR_SEQ]["StringValue"]
-            self._machine.sent_out.append((source, seq))
-        return {"Successful": [{"Id": e["Id"]} for e in Entries], "Failed": []}
+
+        def send(sent: list[dict[str, Any]], failed: list[Any]) -> dict[str, Any]:
+            for entry in sent:
+                attributes = entry.get("MessageAttributes", {})
+                source = attributes[c.OUTBOX_ATTR_SOURCE]["StringValue"]
+                seq = attributes[c.OUTBOX_ATTR_SEQ]["StringValue"]
+                self._machine.sent_out.append((source, seq))
+            return {"Successful": [{"Id": e["Id"]} for e in sent], "Failed": failed}
+
+        fault = self._machine.faults.take(target)
+        if fault is None:
+            return send(entries, [])
+        if fault.kind == "failed":
+            return send(*aws_faults.failed_entries(fault, entries))
+        return aws_faults.answer_call(fault, lambda: send(entries, []), operation, target[7:])
+
+    def change_message_visibility_batch(
+        self, QueueUrl: str, Entries: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The handler's backoff: each entry sets when its message comes back."""
+        fault = self._machine.faults.take("visibility")
+        changed, failed = list(Entries), []
+        if fault is not None:
+            if fault.kind != "failed":
+                return aws_faults.answer_call(
+                    fault, lambda: {}, "ChangeMessageVisibilityBatch", "sqs"
+                )
+            changed, failed = aws_faults.failed_entries(fault, Entries)
+        successful = []
+        for entry in changed:
+            message = next(
+                (m for m in self._machine.queue if m.receipt == entry["ReceiptHandle"]), None
+            )
+            if message is None:
+                failed.append(
+                    {"Id": entry["Id"], "Code": "ReceiptHandleIsInvalid", "SenderFault": True}
+                )
+                continue
+            message.visible_at = self._machine.clock() + int(entry["VisibilityTimeout"])
+            successful.append({"Id": entry["Id"]})
+        return {"Successful": successful, "Failed": failed}
 
 
 class MessageMachine(RuleBasedStateMachine):
@@ -251,7 +352,9 @@ class MessageMachine(RuleBasedStateMachine):
         self.dropped: set[str] = set()  # message bodies an operator dropped
         #: Per key, the owners whose claim completed its record: one per completion, however
         #: the record was forgotten since (TTL swept it, or its retention passed).
-        self.completions: dict[str, set[str]] = defaultdict(set)
+        #: (Each owner's payload hash: a ``plain`` operation stages no effect.)
+        self.completions: dict[str, dict[str, str]] = defaultdict(dict)
+        self.plain_ops: set[str] = set()  # the payload hashes of ``plain`` operations
         self.quarantined_now: list[Message] = []
         self.dlq_down = False
         self.out_down = False
@@ -261,6 +364,19 @@ class MessageMachine(RuleBasedStateMachine):
         self.drain_batch = 10
         self.handlers: list[Handler] = []
         self.stall: tuple[int, list[Message]] | None = None  # a zombie's pending takeover
+        self.source_keyed = False
+        self.violations: list[Violation] = []  # found inside the runtime (``noted``)
+        self.backoff = False
+        self.faults = Faults(on_fired=lambda fault: self.seen.update([f"fault {fault}"]))
+        #: ``unfenced_ran_twice``: a counter of events; per operation (its payload hash) when
+        #: its business code last returned; per redriven message carrying ``once.fence``
+        #: when a person reviewed it; the operations whose commit was seen landed.
+        self.tick = 0
+        self.returned: dict[str, int] = {}
+        self.reviewed_at: dict[str, int] = {}
+        self.landed_ops: set[str] = set()
+        #: Per key, the payload hashes of its completions (``undeliverable_committed``).
+        self.completed_hashes: dict[str, set[str]] = defaultdict(set)
 
     # --- set-up -------------------------------------------------------------------------------
 
@@ -268,15 +384,29 @@ class MessageMachine(RuleBasedStateMachine):
         fifo=st.booleans(),
         policy=st.sampled_from(["run", "quarantine"]),
         drain_batch=st.sampled_from([1, 10]),
+        source_keyed=st.booleans(),
+        backoff=st.booleans(),
     )
-    def setup(self, fifo: bool, policy: str, drain_batch: int) -> None:
+    def setup(
+        self,
+        fifo: bool,
+        policy: str,
+        drain_batch: int,
+        source_keyed: bool = False,
+        backoff: bool = False,
+    ) -> None:
+        """``source_keyed``: the messages come from an upstream once outbox, carrying its
+        identity (``once.source``, ``once.seq``) and the team's own attributes, to a consumer
+        keyed on the identity (``key=SOURCE_KEY``). ``backoff``: the handler sets when a failed
+        record comes back (``ChangeMessageVisibilityBatch``), instead of the queue's timeout."""
         self.fifo, self.policy, self.drain_batch = fifo, policy, drain_batch
+        self.source_keyed, self.backoff = source_keyed, backoff
         self.handlers = [self._make_handler() for _ in range(2)]  # two Lambda instances
 
     def _make_handler(self) -> Handler:
         return make_handler(
             self._business,
-            key="k",
+            key=SOURCE_KEY if self.source_keyed else "k",
             table_name=self.table,
             dlq_url=DLQ_URL,
             key_prefix=self.prefix,
@@ -284,7 +414,9 @@ class MessageMachine(RuleBasedStateMachine):
             retention_s=RETENTION_S,
             max_workers=1,  # one record after another: a run replays exactly
             on_expired_lease=self.policy,  # type: ignore[arg-type]
-            backoff_base_s=None,  # the queue's visibility timeout brings failures back
+            # Without backoff the queue's visibility timeout brings failures back.
+            backoff_base_s=BACKOFF_BASE_S if self.backoff else None,
+            backoff_max_s=BACKOFF_MAX_S,
         )
 
     @property
@@ -295,18 +427,25 @@ class MessageMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: len(self.ops) < MAX_KEYS)
     @rule(
-        mode=st.sampled_from(["ok", "flaky", "permanent", "gated"]),
+        mode=st.sampled_from(["ok", "flaky", "permanent", "gated", "plain"]),
         send=st.booleans(),
         ret=st.integers(0, len(RETURNS) - 1),
         group=st.sampled_from(GROUPS),
+        to=st.sampled_from(["queue", "topic"]),
     )
-    def send_new(self, mode: str, send: bool, ret: int, group: str) -> None:
+    def send_new(self, mode: str, send: bool, ret: int, group: str, to: str = "queue") -> None:
         """A new operation under a new business key."""
-        op = Op(f"k{len(self.ops) + 1}", 0, mode, send, ret)
-        if mode == "flaky":
-            self.flaky_left.setdefault(op.key, 2)
-        self.ops[op.key].append(op)
+        op = Op(self.new_key(), 0, mode, send, ret, to if send else "queue")
+        self.add(op)
         self._produce(op.body(), group)
+
+    def add(self, op: Op) -> None:
+        """An operation a producer is about to send."""
+        if op.mode == "flaky":
+            self.flaky_left.setdefault(op.key, 2)
+        if op.mode == "plain":
+            self.plain_ops.add(op.payload_hash)
+        self.ops[op.key].append(op)
 
     @precondition(lambda self: bool(self.ops))
     @rule(data=st.data())
@@ -332,8 +471,25 @@ class MessageMachine(RuleBasedStateMachine):
         self.garbage_sent = True
         self._produce("not json {", group)
 
+    def new_key(self) -> str:
+        """The next business key: ``k<n>``, or for ``source_keyed`` the identity the
+        upstream outbox gave its message (``<once.source>#<once.seq>``)."""
+        n = len(self.ops) + 1
+        return f"{UPSTREAM}#{n}" if self.source_keyed else f"k{n}"
+
     def _produce(self, body: str, group: str) -> None:
         message = Message(uuid.uuid4().hex, body, group=group if self.fifo else None)
+        if self.source_keyed:
+            # The team's attributes first, the identity last: SQS hands them out in no order
+            # a consumer may rely on.
+            seq = (_key_of(body) or f"{UPSTREAM}#0").rsplit("#", 1)[-1]
+            message.attributes = {
+                f"team{i}": {"DataType": "String", "StringValue": f"value {i}"}
+                for i in range(TEAM_ATTRIBUTES)
+            } | {
+                c.OUTBOX_ATTR_SOURCE: {"DataType": "String", "StringValue": UPSTREAM},
+                c.OUTBOX_ATTR_SEQ: {"DataType": "Number", "StringValue": seq},
+            }
         self.queue.append(message)
         key = _key_of(body)
         if key is not None and key not in self.sent_order[message.group or ""]:
@@ -397,6 +553,14 @@ class MessageMachine(RuleBasedStateMachine):
     def destination_outage(self, down: bool) -> None:
         self.out_down = down
 
+    @precondition(lambda self: self.faults.armed_count < FAULT_BUDGET)
+    @rule(fault=aws_faults.faults())
+    def inject(self, fault: Fault) -> None:
+        """AWS answers the next call of the fault's kind as it documents it may
+        (``aws_faults``): one call, or ``times`` calls in a row."""
+        self.faults.arm(fault)
+        self.seen["faults armed"] += 1
+
     # --- the operator -------------------------------------------------------------------------
 
     @precondition(lambda self: bool(self.dlq))
@@ -409,6 +573,7 @@ class MessageMachine(RuleBasedStateMachine):
         self._redrive(include_lease_expired=include_lease_expired)
 
     def _fix_every_cause(self) -> None:
+        self.faults.fix()
         for key in sorted(self.ops):
             self.fixed.add(key)
             self.client.put_item(
@@ -425,9 +590,13 @@ class MessageMachine(RuleBasedStateMachine):
                 kept.append(message)
             else:  # moved back with its attributes, as a move task does
                 self.seen[f"redriven {message.reason}"] += 1
-                self.queue.append(
-                    Message(uuid.uuid4().hex, message.body, dict(message.attributes), message.group)
+                again = Message(
+                    uuid.uuid4().hex, message.body, dict(message.attributes), message.group
                 )
+                if c.QUARANTINE_ATTR_FENCE in message.attributes:
+                    self.tick += 1  # a person reviewed it: its operation may run again
+                    self.reviewed_at[again.id] = self.tick
+                self.queue.append(again)
         self.dlq = kept
 
     # --- an invocation ------------------------------------------------------------------------
@@ -509,13 +678,24 @@ class MessageMachine(RuleBasedStateMachine):
         deadline = self.clock() + TIMEOUT_S
         if not zombie:  # a stalled process does not know how late it is
             switch.die_at(deadline, self.clock)
+        store = CrashingStore(
+            FaultyDynamoDB(self.client, self.faults),
+            self.table,
+            retention_s=RETENTION_S,
+            clock=self.clock,
+            switch=switch,
+        )
+        store._sleep = self._sleep  # the store's backoff between commit tries, on our clock
         handler.bind(
-            store=CrashingStore(
-                self.client, self.table, retention_s=RETENTION_S, clock=self.clock, switch=switch
-            ),
+            store=store,
             quarantine=CrashingQuarantine(self.sqs, DLQ_URL, switch=switch),
             outbox=CrashingOutbox(Outbox(lambda _service: self.sqs), switch=switch),
         )
+        if self.backoff:  # the handler's backoff, on the model's source queue
+            _ = handler.processor
+            handler._visibility = Visibility(
+                self.sqs, Backoff(BACKOFF_BASE_S, BACKOFF_MAX_S), logger
+            )
         self._overrun = overrun
         event = {"Records": [self._event_record(m) for m in batch]}
         receipts = [m.receipt for m in batch]
@@ -532,6 +712,8 @@ class MessageMachine(RuleBasedStateMachine):
             self._overrun = False
             if self.ops:
                 self._observe()  # every completion, before a later claim may replace it
+            if self.violations:
+                raise self.violations[0]
         quarantined = self.quarantined_now[quarantined_before:]
         for message, receipt, end in zip(batch, receipts, result.records, strict=True):
             self.seen[f"outcome {end.outcome}"] += 1
@@ -543,10 +725,26 @@ class MessageMachine(RuleBasedStateMachine):
                 if message in self.queue and message.receipt == receipt:
                     self.queue.remove(message)
 
+    @contextmanager
+    def noted(self) -> Iterator[None]:
+        """A check made inside the runtime (business code, a client's call), which catches
+        what they raise: the violation is noted, and raised again once the invocation ends."""
+        try:
+            yield
+        except Violation as violation:
+            self.violations.append(violation)
+            raise
+
+    def _sleep(self, seconds: float) -> None:
+        self.clock.now += seconds
+
     def _business(self, body: dict[str, Any], attempt: Attempt) -> Any:
         """The operation: stage its effect (and a gate, an outbox message), or fail."""
         key = str(body["k"])
-        self._check_run(key, attempt)
+        operation = sha256(canonical_json(body))
+        with self.noted():
+            self._check_run(key, attempt)
+            self._check_unfenced(key, operation, attempt)
         if self._overrun:
             self.clock.now += TIMEOUT_S + 1
         if self.stall is not None:
@@ -562,6 +760,8 @@ class MessageMachine(RuleBasedStateMachine):
             raise RuntimeError("the dependency is down (model)")
         if mode == "permanent" and key not in self.fixed:
             raise PermanentError("no such account (model)")
+        if mode == "plain":  # nothing staged: the plain UpdateItem completes the record
+            return self._returned(body, attempt, key, operation)
         attempt.write(
             {
                 "Update": {
@@ -588,9 +788,15 @@ class MessageMachine(RuleBasedStateMachine):
                 },
                 refused="quarantine",
             )
+        return self._returned(body, attempt, key, operation)
+
+    def _returned(self, body: dict[str, Any], attempt: Attempt, key: str, operation: str) -> Any:
         if body["send"]:
-            attempt.send(OUT_URL, {"k": key})
-        return RETURNS[body["ret"]]()
+            attempt.send(OUT_TOPIC if body.get("to") == "topic" else OUT_URL, {"k": key})
+        value = RETURNS[body["ret"]]()
+        self.tick += 1
+        self.returned[operation] = self.tick  # returned: whatever it did outside is done
+        return value
 
     # --- what the model observes ----------------------------------------------------------------
 
@@ -603,6 +809,13 @@ class MessageMachine(RuleBasedStateMachine):
         )
         if message.reason is None:
             raise Violation("dlq_without_reason", f"a DLQ message without once.reason: {request}")
+        key = _key_of(message.body)
+        if self.source_keyed and message.reason == c.REASON_INVALID_KEY and key in self.ops:
+            raise Violation(
+                "identity_lost",
+                f"{key}: a message of the upstream outbox quarantined as INVALID_KEY "
+                f"(its attributes: {sorted(message.attributes)})",
+            )
         self.dlq.append(message)
         self.seen[f"dlq {message.reason}"] += 1
         self.quarantined_now.append(message)
@@ -629,6 +842,29 @@ class MessageMachine(RuleBasedStateMachine):
             raise Violation(
                 "ran_again",
                 f"{key} ran at fence {attempt.fence} while fence {previous.fence}'s lease held",
+            )
+
+    def _check_unfenced(self, key: str, operation: str, attempt: Attempt) -> None:
+        """Under ``"quarantine"`` business code that returned runs again only for a message
+        a person reviewed since; never once its commit landed. A claim that found no live
+        record (the key forgotten past its retention, or new) starts the operation afresh."""
+        if attempt.record is None:
+            self.returned.pop(operation, None)
+            self.landed_ops.discard(operation)
+            return
+        if operation in self.landed_ops:
+            raise Violation(
+                "unfenced_ran_twice",
+                f"{key} ran again at fence {attempt.fence} after its commit landed",
+            )
+        if self.policy != "quarantine" or operation not in self.returned:
+            return
+        reviewed = self.reviewed_at.get(attempt.message_id)
+        if reviewed is None or reviewed < self.returned[operation]:
+            raise Violation(
+                "unfenced_ran_twice",
+                f"{key} ran again at fence {attempt.fence} (message {attempt.message_id}) "
+                "with no review since its business code returned",
             )
 
     def _took_effect(self, key: str, message: Message) -> None:
@@ -673,13 +909,19 @@ class MessageMachine(RuleBasedStateMachine):
             record, effect = records.get(key), effects.get(key)
             landed = int(effect["n"]["N"]) if effect else 0
             completed = record is not None and record.status == c.STATUS_COMPLETED
-            expected = len(self.completions[key])
+            expected = sum(1 for h in self.completions[key].values() if h not in self.plain_ops)
             if landed != expected:
                 raise Violation(
                     "effect_not_once",
                     f"{key}: the effect landed {landed} times for {expected} completions",
                 )
-            if completed and effect and record and int(effect["fence"]["N"]) != record.fence:
+            if (
+                completed
+                and effect
+                and record
+                and record.payload_hash not in self.plain_ops
+                and int(effect["fence"]["N"]) != record.fence
+            ):
                 raise Violation("effect_not_once", f"{key}: the effect is another run's")
 
     def _observe(self) -> tuple[dict[str, Record], dict[str, dict[str, Any]]]:
@@ -687,7 +929,10 @@ class MessageMachine(RuleBasedStateMachine):
         records, effects = self._read_all()
         for key, record in records.items():
             if record.status == c.STATUS_COMPLETED and record.owner:
-                self.completions[key].add(record.owner)
+                self.completions[key][record.owner] = record.payload_hash or ""
+                if record.payload_hash:
+                    self.completed_hashes[key].add(record.payload_hash)
+                    self.landed_ops.add(record.payload_hash)
         return records, effects
 
     def _read_all(self) -> tuple[dict[str, Record], dict[str, dict[str, Any]]]:
@@ -717,10 +962,11 @@ class MessageMachine(RuleBasedStateMachine):
     # --- quiescence -----------------------------------------------------------------------------
 
     def quiesce(self, *, rounds: int = 12) -> None:
-        """Producers stop, every outage ends, the operator fixes every cause and follows the
-        runbook until both queues are empty; then every operation is done or dropped."""
+        """Producers stop, every outage and misconfiguration ends, the operator fixes every
+        cause and follows the runbook until both queues are empty; then every operation is
+        done or dropped."""
         self.dlq_down = self.out_down = False
-        self._fix_every_cause()
+        self._fix_every_cause()  # a per-call fault still armed answers its call on the way
         for _ in range(rounds):
             self.clock.now += VISIBILITY_S + 1
             while batch := self._receive(self.drain_batch, None):
@@ -749,6 +995,14 @@ class MessageMachine(RuleBasedStateMachine):
                     raise Violation("not_done", f"{op} is neither done nor dropped")
             if record is not None and record.outbox:
                 raise Violation("owed_dropped", f"{key} still owes its outbox at quiescence")
+            source = record_id(self.prefix, key)
+            for completed in sorted(self.completed_hashes[key]):
+                op = next((o for o in ops if o.payload_hash == completed), None)
+                if op is not None and op.send and (source, "0") not in self.sent_out:
+                    raise Violation(
+                        "undeliverable_committed",
+                        f"{key}: a completion stored its outbox, which was never sent",
+                    )
             if record is not None and record.status == c.STATUS_COMPLETED:
                 sent_op = next((o for o in ops if o.payload_hash == record.payload_hash), None)
                 source = record_id(self.prefix, key)

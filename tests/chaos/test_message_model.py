@@ -2,7 +2,10 @@
 moto in every ``make test``, on DynamoDB Local in a short run (and a long one on request:
 ``ONCE_MODEL_EXAMPLES=20000``), and the controls it must catch, each by construction: a
 sequence of the machine's own rules that ends in the broken promise, run on a runtime with
-that one defect put back."""
+that one defect put back. And each error AWS documents for each call once makes
+(``aws_faults.py``), met by one delivery under each ``on_expired_lease`` policy, then the
+runbook to quiescence: the machine's runs draw a few of them per example; these meet every
+one of them."""
 
 from __future__ import annotations
 
@@ -17,11 +20,13 @@ from hypothesis.stateful import run_state_machine_as_test
 from moto import mock_aws
 
 from once import constants as c
-from once import processor
+from once import processor, protocol, quarantine, store
 from once.models import Outcome, Record
+from once.protocol import Step, Verdict
 from oncecli.aws import create_table, local_client
 from oncecli.chaos.unfenced import UnfencedRecordStore
-from tests.chaos import message_model
+from tests.chaos import aws_faults, message_model
+from tests.chaos.aws_faults import Fault
 from tests.chaos.message_model import Message, MessageMachine, Op, Violation
 
 RECORDS = "model-records"
@@ -62,7 +67,7 @@ def machine_on(client: Any) -> type[MessageMachine]:
 
 def test_the_message_model_holds_on_moto(moto_client: Any) -> None:
     MessageMachine.seen.clear()
-    run_state_machine_as_test(machine_on(moto_client), settings=_settings(100))
+    run_state_machine_as_test(machine_on(moto_client), settings=_settings(200))
     print(dict(sorted(MessageMachine.seen.items())))
     # The search reaches the paths the invariants are about, not only the happy one.
     for path in (
@@ -78,13 +83,26 @@ def test_the_message_model_holds_on_moto(moto_client: Any) -> None:
         "killed timeout",
     ):
         assert MessageMachine.seen[path] > 0, f"no run reached {path}"
+    # AWS's documented errors were injected, and met the paths around them.
+    fired = [name for name in MessageMachine.seen if name.startswith("fault ")]
+    assert len(fired) >= 10, f"too few faults met a call: {fired}"
+    for path in ("dlq COMMIT_FAILED", "outcome owed", "outcome owed_sent", "fault commit retried"):
+        assert MessageMachine.seen[path] > 0, f"no run reached {path}"
+
+
+@pytest.fixture(scope="module")
+def dynamodb_local_client(dynamodb_local: dict) -> Any:
+    client = local_client("dynamodb", dynamodb_local["endpoint"])
+    existing = client.list_tables()["TableNames"]
+    for table in (RECORDS, EFFECTS):
+        if table not in existing:
+            create_table(client, table, key=c.PARTITION_KEY)
+    return client
 
 
 @pytest.mark.dynamodb_local
-def test_the_message_model_holds_on_dynamodb_local(dynamodb_local: dict) -> None:
-    client = local_client("dynamodb", dynamodb_local["endpoint"])
-    for table in (RECORDS, EFFECTS):
-        create_table(client, table, key=c.PARTITION_KEY)
+def test_the_message_model_holds_on_dynamodb_local(dynamodb_local_client: Any) -> None:
+    client = dynamodb_local_client
     examples = LONG_EXAMPLES or 15
     run_state_machine_as_test(
         machine_on(client), settings=_settings(examples, derandomize=not LONG_EXAMPLES)
@@ -94,14 +112,24 @@ def test_the_message_model_holds_on_dynamodb_local(dynamodb_local: dict) -> None
 # --- the controls: each defect put back, caught by a sequence of the machine's rules ----------
 
 
-def started(client: Any, *, fifo: bool = False, policy: str = "run", batch: int = 10) -> Any:
+def started(
+    client: Any,
+    *,
+    fifo: bool = False,
+    policy: str = "run",
+    batch: int = 10,
+    source_keyed: bool = False,
+    backoff: bool = False,
+) -> Any:
     machine = machine_on(client)()
-    machine.setup(fifo=fifo, policy=policy, drain_batch=batch)
+    machine.setup(
+        fifo=fifo, policy=policy, drain_batch=batch, source_keyed=source_keyed, backoff=backoff
+    )
     return machine
 
 
 def produce(machine: MessageMachine, op: Op, group: str = "g1") -> Message:
-    machine.ops[op.key].append(op)
+    machine.add(op)
     machine._produce(op.body(), group)
     return machine.queue[-1]
 
@@ -214,6 +242,131 @@ def _commits_without_the_fence(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+def a_commit_that_conflicts_past_its_tries(client: Any) -> MessageMachine:
+    # Defect 2 of issue 30: under "quarantine", the commit canceled for TransactionConflict
+    # on every try; business code had returned, so it must not run again unreviewed.
+    machine = started(client, policy="quarantine")
+    message = produce(machine, OK)
+    conflict = Fault("commit", "reason", "TransactionConflict", "record", store.COMMIT_TRIES)
+    machine.inject(conflict)
+    deliver(machine, [message])
+    machine.quiesce()  # the runbook: the COMMIT_FAILED copy reviewed and redriven
+    return machine
+
+
+def a_commit_throttled_once(client: Any) -> MessageMachine:
+    # Defect 2 again, without the store's tries: one ThrottlingError on a staged element.
+    machine = started(client, policy="quarantine")
+    message = produce(machine, OK)
+    machine.inject(Fault("commit", "reason", "ThrottlingError", "staged"))
+    deliver(machine, [message])
+    machine.quiesce()
+    return machine
+
+
+def _canceled_commits_retried_unreviewed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under "quarantine" a commit that landed nothing failed the record for a plain retry,
+    as under "run": the next delivery ran business code again, with no review."""
+    after_commit = protocol.after_commit
+
+    def retried(verdict: Verdict, *, refused: str = "retry", review: bool) -> Step:
+        step = after_commit(verdict, refused=refused, review=review)
+        return Step.RETRY if step is Step.REVIEW else step
+
+    monkeypatch.setattr(protocol, "after_commit", retried)
+    monkeypatch.setattr(processor, "after_commit", retried)
+
+
+def _no_tries_and_canceled_commits_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    _canceled_commits_retried_unreviewed(monkeypatch)
+    monkeypatch.setattr(store, "COMMIT_TRIES", 1)
+
+
+def an_upstream_message_quarantined_and_redriven(client: Any) -> MessageMachine:
+    # Defect 4 of issue 30: a message of an upstream once outbox (once.source, once.seq)
+    # with 8 attributes of the team's, to a consumer keyed on SOURCE_KEY, quarantined, fixed
+    # and redriven: the DLQ copy must still carry the identity it is keyed on.
+    machine = started(client, source_keyed=True)
+    message = produce(machine, Op(machine.new_key(), 0, "permanent", send=False, ret=0))
+    deliver(machine, [message])
+    assert [m.reason for m in machine.dlq] == [c.REASON_PERMANENT_ERROR]
+    machine.quiesce()  # the cause fixed, the copy redriven: it runs, keyed as before
+    return machine
+
+
+def _team_attributes_before_the_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DLQ copy carried the message's own attributes in their order, as many as fit
+    beside once's: with 8 of the team's before it, the identity was left out."""
+    ours_names = (
+        c.QUARANTINE_ATTR_MESSAGE_ID,
+        c.QUARANTINE_ATTR_REASON,
+        c.QUARANTINE_ATTR_ERROR,
+        c.QUARANTINE_ATTR_FENCE,
+    )
+
+    def by_position(
+        url: str,
+        record: dict[str, Any],
+        reason: str,
+        error: str,
+        fence: int | None,
+        *,
+        team: bool = True,
+    ) -> dict[str, Any]:
+        own = record.get("messageAttributes") or {}
+        ours = {
+            c.QUARANTINE_ATTR_MESSAGE_ID: {
+                "DataType": "String",
+                "StringValue": (own.get(c.QUARANTINE_ATTR_MESSAGE_ID) or {}).get("stringValue")
+                or record["messageId"],
+            },
+            c.QUARANTINE_ATTR_REASON: {"DataType": "String", "StringValue": reason},
+            c.QUARANTINE_ATTR_ERROR: {"DataType": "String", "StringValue": error or reason},
+        }
+        if fence is not None:
+            ours[c.QUARANTINE_ATTR_FENCE] = {"DataType": "Number", "StringValue": str(fence)}
+        room = 10 - len(ours)
+        carried: dict[str, dict[str, Any]] = {}
+        for name, attribute in own.items():
+            if name in ours_names or len(carried) == room:
+                continue
+            if attribute.get("stringValue") is not None:
+                carried[name] = {
+                    "DataType": attribute.get("dataType", "String"),
+                    "StringValue": attribute["stringValue"],
+                }
+        request: dict[str, Any] = {
+            "QueueUrl": url,
+            "MessageBody": record["body"],
+            "MessageAttributes": carried | ours,
+        }
+        group = (record.get("attributes") or {}).get("MessageGroupId")
+        if group:
+            request["MessageGroupId"] = group
+        return request
+
+    monkeypatch.setattr(quarantine.Quarantine, "_request", staticmethod(by_position))
+
+
+def an_operation_that_sends(client: Any) -> MessageMachine:
+    machine = started(client)
+    deliver(machine, [produce(machine, Op("k1", 0, "ok", send=True, ret=0))])
+    machine.quiesce()
+    return machine
+
+
+def _outbox_cleared_unsent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The outbox cleared as if sent: the record owes nothing and nothing was delivered."""
+
+    def cleared(
+        self: Any, record_id: str, fence: int, messages: Any, done: Any, context: Any
+    ) -> Any:
+        self._store.clear_outbox(record_id, fence)
+        return done
+
+    monkeypatch.setattr(processor.BatchProcessor, "_send_owed", cleared)
+
+
 #: (the sequence of the machine's rules, the defect put back, the invariant that catches it)
 CONTROLS = {
     "the redrive loop of two LEASE_EXPIRED copies": (
@@ -241,6 +394,26 @@ CONTROLS = {
         _commits_without_the_fence,
         "effect_not_once",
     ),
+    "a commit canceled past its tries, retried unreviewed under quarantine": (
+        a_commit_that_conflicts_past_its_tries,
+        _canceled_commits_retried_unreviewed,
+        "unfenced_ran_twice",
+    ),
+    "a commit throttled once, no tries, retried unreviewed under quarantine": (
+        a_commit_throttled_once,
+        _no_tries_and_canceled_commits_retried,
+        "unfenced_ran_twice",
+    ),
+    "an outbox cleared without being sent": (
+        an_operation_that_sends,
+        _outbox_cleared_unsent,
+        "undeliverable_committed",
+    ),
+    "a DLQ copy that keeps the team's attributes before the identity": (
+        an_upstream_message_quarantined_and_redriven,
+        _team_attributes_before_the_identity,
+        "identity_lost",
+    ),
 }
 
 
@@ -259,6 +432,75 @@ def test_the_model_catches_each_control(
 def test_the_runtime_passes_each_control_sequence(moto_client: Any, control: str) -> None:
     sequence, _, _ = CONTROLS[control]
     machine = sequence(moto_client)
+    assert not machine.queue and not machine.dlq
+    for key in machine.ops:
+        record = machine._record(key)
+        assert record is not None and record.status == c.STATUS_COMPLETED, key
+
+
+# --- each error AWS documents for each call once makes, under each policy -------------------
+
+
+def _operation_for(machine: MessageMachine, fault: Fault) -> Op:
+    """An operation whose delivery makes the call ``fault`` answers."""
+    mode = {
+        "complete": "plain",  # nothing staged: the plain UpdateItem completes it
+        "fail": "flaky",  # business code raises: the record is failed
+        "visibility": "flaky",  # reported failed: the backoff changes its visibility
+        "quarantine": "permanent",  # sent to the DLQ
+    }.get(fault.target, "ok")
+    if fault.kind == "reason" and fault.code == "ConditionalCheckFailed":
+        mode = "gated"  # a staged element with a condition
+    send = fault.target in ("outbox-sqs", "outbox-sns", "clear")
+    to = "topic" if fault.target == "outbox-sns" else "queue"
+    return Op(machine.new_key(), 0, mode, send=send, ret=0, to=to)
+
+
+@pytest.mark.parametrize("policy", ["run", "quarantine"])
+@pytest.mark.parametrize("fault", aws_faults.FAULTS, ids=str)
+def test_each_documented_aws_error_under_each_policy(
+    moto_client: Any, fault: Fault, policy: str
+) -> None:
+    """One delivery meets the fault, then the runbook to quiescence: every invariant holds
+    and every operation is done, whatever AWS answered."""
+    a_delivery_that_meets(moto_client, fault, policy)
+
+
+@pytest.mark.dynamodb_local
+@pytest.mark.parametrize("policy", ["run", "quarantine"])
+@pytest.mark.parametrize(
+    "fault", [f for f in aws_faults.FAULTS if f.target in ("commit", "complete")], ids=str
+)
+def test_each_documented_commit_error_on_dynamodb_local(
+    dynamodb_local_client: Any, fault: Fault, policy: str
+) -> None:
+    """The same on AWS's own engine, for the commit's and the completion's errors (its
+    idempotency token answers a retried commit that landed as the commit itself)."""
+    a_delivery_that_meets(dynamodb_local_client, fault, policy)
+
+
+def a_delivery_that_meets(client: Any, fault: Fault, policy: str) -> None:
+    machine = started(client, policy=policy, backoff=fault.target == "visibility")
+    message = produce(machine, _operation_for(machine, fault))
+    machine.inject(fault)
+    deliver(machine, [message])
+    assert machine.faults.fired, f"{fault} met no call"
+    assert machine.faults.pending(fault.target) == 0, f"{fault} met too few calls"
+    machine.each_completion_landed_its_effect_once()
+    if fault.permanent:
+        # Until a person fixes the cause, every delivery meets it: the message ends where a
+        # person sees it (the DLQ: once's quarantine, or SQS's maxReceiveCount), and what
+        # the record owes stays on it, counted at each delivery (owed), never dropped.
+        for _ in range(message_model.MAX_RECEIVE):
+            machine.clock.now += message_model.VISIBILITY_S + 1
+            if batch := machine._receive(10, None):
+                machine._invoke(0, batch, None)
+        (key,) = machine.ops
+        assert key in machine.in_dlq_ever, f"{fault}: the message never reached the DLQ"
+        record = machine._record(key)
+        if fault.target.startswith("outbox"):
+            assert record is not None and record.outbox, f"{fault}: the owed messages are lost"
+    machine.quiesce()
     assert not machine.queue and not machine.dlq
     for key in machine.ops:
         record = machine._record(key)
