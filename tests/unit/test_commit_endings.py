@@ -33,20 +33,11 @@ from once.protocol import (
 )
 from once.store import COMMIT_TRIES, RecordStore
 from oncecli.redrive import is_lease_expired
+from tests.chaos.aws_faults import CANCELLATION_REASONS
 from tests.conftest import LEDGER, TABLE, outcomes
 from tests.unit.test_expired_lease_policy import redriven
 
 ORDER = {"orderId": "o-1", "qty": 1}
-#: Every code DynamoDB documents for an element of a canceled transaction
-#: (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_CancellationReason.html).
-CANCELLATION_CODES = (
-    "ConditionalCheckFailed",
-    "ItemCollectionSizeLimitExceeded",
-    "TransactionConflict",
-    "ProvisionedThroughputExceeded",
-    "ThrottlingError",
-    "ValidationError",
-)
 #: Errors of the call itself: refused unprocessed (certain), or that may have landed.
 CALL_ERRORS = (
     "AccessDeniedException",
@@ -337,7 +328,7 @@ ENDINGS = st.one_of(
     st.tuples(
         st.just("cancel"),
         st.sampled_from(("staged", "record")),
-        st.sampled_from(CANCELLATION_CODES),
+        st.sampled_from(CANCELLATION_REASONS),
     ),
     st.tuples(st.just("call"), st.just(""), st.sampled_from(CALL_ERRORS)),
 )
