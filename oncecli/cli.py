@@ -360,8 +360,12 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
     shipper = Shipper(local.client("cloudwatch"))
     try:
         # soft_wrap: URLs and flags stay on one line, whatever the width or the pipe.
+        not_run = {str(part) for part in local.stripped}
         for note in local.notes:
-            console.print(f"  local patch: {note}", soft_wrap=True)
+            if note not in not_run:
+                console.print(f"  local patch: {note}", soft_wrap=True)
+        for part in local.stripped:  # named, never dropped in silence
+            console.print(f"  not run locally: {part}", soft_wrap=True)
         flags = f"--endpoint-url {local.endpoints['sqs']} --region {LOCAL_REGION}"
         if local.endpoints["dynamodb"] != local.endpoints["sqs"]:
             flags += f" --dynamodb-endpoint-url {local.endpoints['dynamodb']}"

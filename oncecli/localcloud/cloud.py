@@ -7,8 +7,11 @@ deploys the stacks that hold one, in dependency order: it publishes their assets
 S3, creates each stack through moto's CloudFormation, and reads the resources back. Each
 consumer's function runs from its own asset (``mapping``, ``invocation``). Where moto
 differs from AWS it is patched, and each patch is listed in ``LocalCloud.notes``: the
-template's changes, and moto ignoring ``TimeToLiveSpecification`` (UpdateTimeToLive is
-called for it).
+template's changes, moto ignoring ``TimeToLiveSpecification`` (UpdateTimeToLive is called
+for it), and the SNS subscriptions with the SQS protocol, created through SNS's API after
+the deploy (``subscriptions``). What the local cloud does not run (alarms, queue and topic
+policies, dashboards, subscriptions of other protocols...) is in ``LocalCloud.stripped``,
+each with why: ``once up`` prints it and ``once_cloud`` warns of it.
 
 With ``engine="dynamodb-local"`` the tables are also created on DynamoDB Local, from the
 template's definitions and with the names the stack gave them, and everything that reads or
@@ -34,6 +37,7 @@ from typing import Any
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
 from oncecli.errors import EngineFailed, SynthFailed, UsageError
+from oncecli.localcloud import subscriptions
 from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.engines import (
     ENGINES,
@@ -46,7 +50,8 @@ from oncecli.localcloud.mapping import FunctionConfig, Mapping, MappingConfig
 from oncecli.localcloud.template import (
     ConsumerFound,
     StackFound,
-    for_moto,
+    Stripped,
+    patch,
     resources_of,
     stacks_of,
     synth,
@@ -159,7 +164,10 @@ class LocalCloud:
     assembly: Path | None = None
     context: dict[str, str] = field(default_factory=dict)
     project: Project | None = None
+    #: One line per local patch, and per part of a template not run (``stripped``).
     notes: list[str] = field(default_factory=list)
+    #: What of the stacks the local cloud does not run, and why.
+    stripped: list[Stripped] = field(default_factory=list)
     endpoints: dict[str, str] = field(default_factory=dict)
     stacks: list[StackFound] = field(default_factory=list)
     consumers: list[Consumer] = field(default_factory=list)
@@ -226,13 +234,14 @@ class LocalCloud:
     # --- deploy ----------------------------------------------------------------------------
     def _deploy(self, assembly: Path, stack: StackFound) -> None:
         moto = self.endpoints["sqs"]
-        deployable, notes = for_moto(stack.template, stack.name)
-        self.notes.extend(f"{stack.name}: {note}" for note in notes)
+        patched = patch(stack.template, stack.name)
+        self.notes.extend(f"{stack.name}: {note}" for note in patched.notes)
+        self.stripped.extend(patched.stripped)
         publish_assets(local_client("s3", moto), assembly, stack.artifact, self.build_dir)
         cfn = local_client("cloudformation", moto)
         cfn.create_stack(
             StackName=stack.name,
-            TemplateBody=json.dumps(deployable),
+            TemplateBody=json.dumps(patched.deployable),
             Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
         )
         described = self._wait_for_stack(cfn, stack.name)
@@ -240,6 +249,16 @@ class LocalCloud:
             o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])
         }
         self._apply_ttl(stack)
+        if patched.subscriptions:
+            notes, left_out = subscriptions.create(
+                stack.name,
+                patched.subscriptions,
+                subscriptions.Resolver(stack.name, stack.template, cfn, local_client("sqs", moto)),
+                local_client("sns", moto),
+            )
+            self.notes.extend(f"{stack.name}: {note}" for note in notes)
+            self.notes.extend(str(s) for s in left_out)
+            self.stripped.extend(left_out)
         if self.engine == "dynamodb-local":
             self._tables_on_dynamodb_local(stack)
         for found in stack.consumers:
@@ -397,19 +416,32 @@ class LocalCloud:
         return running
 
     def worker_env(self, consumer: Consumer | None = None) -> dict[str, str]:
-        """What a worker needs beyond the function's own environment variables: the local
-        credentials and region, every AWS service routed to the local cloud
-        (``routing_env``), and Lambda's variables. Metrics stay on: their EMF lines are
-        what ``emf.Shipper`` keeps."""
+        """What a worker needs beyond the function's own environment variables, which the
+        mapping puts under it (``Mapping``: ``{**function.environment, **worker_env}``):
+        the local credentials and region, every AWS service routed to the local cloud
+        (``routing_env``), and the variables Lambda itself sets. Nothing else: the
+        function's settings (its log level, its Powertools switches) are its template's.
+
+        One default more, only where the function leaves it unset:
+        ``POWERTOOLS_TRACE_DISABLED=true``, as X-Ray is not emulated (no daemon receives
+        the segments of a function with active tracing). Metrics stay on: their EMF lines
+        are what ``emf.Shipper`` keeps."""
         function = (consumer or self.only()).function
-        return {
+        env = {
             **local_env(),
             **routing_env(self.endpoints["sqs"], self.endpoints["dynamodb"]),
             "AWS_LAMBDA_FUNCTION_NAME": function.name,
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
-            "POWERTOOLS_TRACE_DISABLED": "true",
-            "POWERTOOLS_LOG_LEVEL": "WARNING",
         }
+        for name, default in LOCAL_DEFAULTS.items():
+            if name not in function.environment:
+                env[name] = default
+        return env
+
+
+#: What a worker's environment holds unless the function's own sets it: X-Ray is not
+#: emulated, so tracing is off.
+LOCAL_DEFAULTS = {"POWERTOOLS_TRACE_DISABLED": "true"}
 
 
 def routing_env(moto: str, dynamodb: str) -> dict[str, str]:

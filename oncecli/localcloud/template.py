@@ -5,7 +5,11 @@ change is made here, with a note that says why (``LocalCloud.notes`` lists them)
 
 - the event source mapping is stripped (moto's own calls Docker and bumps receive counts)
   and emulated by ``mapping.Mapping`` with the template's settings;
-- resource types moto's CloudFormation cannot create are stripped, with what refers to them;
+- resource types moto's CloudFormation cannot create are stripped, with what refers to them,
+  each named with what it means locally (``Stripped``: ``once up`` prints them, ``once_cloud``
+  warns of them): nothing is dropped in silence;
+- an SNS subscription with the SQS protocol is stripped from the template and created through
+  SNS's API once the stack is deployed (``subscriptions``), so that it runs;
 - KMS key tags are spelled the way moto's KMS reads them;
 - a FIFO queue without a name gets one that ends in ``.fifo``, as CloudFormation gives it;
 - a bootstrap-version rule, if any, is removed (there is no bootstrap stack locally).
@@ -48,6 +52,63 @@ _KEPT_TYPES = {"AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function
 _STRIPPED_TYPES = {
     "AWS::Lambda::EventSourceMapping": "emulated by the once CLI (moto's would call Docker)",
 }
+#: Stripped and run otherwise, by the local cloud itself (not named as left out).
+_EMULATED_TYPES = {"AWS::Lambda::EventSourceMapping"}
+_SUBSCRIPTION = "AWS::SNS::Subscription"
+#: What the local cloud cannot run means, for the types teams' stacks hold (any other type
+#: moto's CloudFormation cannot create is named with ``_CANNOT_CREATE``).
+_CANNOT_CREATE = "moto's CloudFormation cannot create it"
+_WHY_STRIPPED = {
+    "AWS::SQS::QueuePolicy": (
+        f"{_CANNOT_CREATE}; moto does not enforce queue policies: here any sender reaches "
+        "the queue (an SNS topic's deliveries too), while AWS refuses what the policy does "
+        "not allow"
+    ),
+    "AWS::SNS::TopicPolicy": (
+        f"{_CANNOT_CREATE}; moto does not enforce topic policies: here any caller may "
+        "publish to or subscribe to the topic"
+    ),
+    "AWS::CloudWatch::Alarm": f"{_CANNOT_CREATE}; no alarm is evaluated or acts locally",
+    "AWS::CloudWatch::CompositeAlarm": f"{_CANNOT_CREATE}; no alarm is evaluated or acts locally",
+}
+
+
+@dataclass(frozen=True)
+class Stripped:
+    """A part of a stack's template the local cloud does not run, and why: a resource
+    (``kind`` its type) or an output (``kind`` ``Output``)."""
+
+    stack: str
+    kind: str
+    logical_id: str
+    why: str
+
+    def __str__(self) -> str:
+        if self.kind == "Output":
+            return f"{self.stack}: output {self.logical_id} left out: {self.why}"
+        return f"{self.stack}: stripped {self.kind} {self.logical_id}: {self.why}"
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """An ``AWS::SNS::Subscription`` with the SQS protocol, stripped from the template to be
+    created through SNS's API once its stack is deployed: its logical id and its template
+    properties, unresolved."""
+
+    logical_id: str
+    properties: dict[str, Any]
+
+
+@dataclass
+class MotoTemplate:
+    """A template as moto can deploy it (``deployable``); ``notes``: one line per change;
+    ``stripped``: what the local cloud does not run (each also a note); ``subscriptions``:
+    to create after the deploy."""
+
+    deployable: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    stripped: list[Stripped] = field(default_factory=list)
+    subscriptions: list[Subscription] = field(default_factory=list)
 
 
 def _files(folder: Path) -> list[Path]:
@@ -295,25 +356,68 @@ def _moto_types() -> set[str]:
 
 
 def for_moto(template: dict[str, Any], stack: str) -> tuple[dict[str, Any], list[str]]:
-    """The template as moto can deploy it, and a note for each change.
+    """The template as moto can deploy it, and a note for each change (``patch``)."""
+    patched = patch(template, stack)
+    return patched.deployable, patched.notes
 
-    Stripped: the event source mapping (emulated), resource types moto's CloudFormation
-    cannot create (it would skip them silently, then fail on a reference to them), and
-    whatever refers to a stripped resource. Queues and tables are never touched.
+
+def _is_sqs_subscription(resource: dict[str, Any]) -> bool:
+    protocol = str(resource.get("Properties", {}).get("Protocol", "")).lower()
+    return resource["Type"] == _SUBSCRIPTION and protocol == "sqs"
+
+
+def _why_stripped(resource: dict[str, Any], supported: set[str]) -> str | None:
+    """Why a resource is stripped from the template (None: it is kept)."""
+    kind = resource["Type"]
+    if kind in _STRIPPED_TYPES:
+        return _STRIPPED_TYPES[kind]
+    if _is_sqs_subscription(resource):
+        return f"created through SNS's API once the stack is deployed ({_CANNOT_CREATE})"
+    if kind == _SUBSCRIPTION:
+        protocol = resource.get("Properties", {}).get("Protocol") or "unset"
+        return (
+            f"{_CANNOT_CREATE}, and the local cloud creates SNS subscriptions with the SQS "
+            f"protocol only (this one's is {protocol}): nothing is delivered to it"
+        )
+    if kind not in supported:
+        return _WHY_STRIPPED.get(kind, _CANNOT_CREATE)
+    return None
+
+
+def patch(template: dict[str, Any], stack: str) -> MotoTemplate:
+    """The template as moto can deploy it, a note for each change, what is not run.
+
+    Stripped: the event source mapping (emulated), SQS subscriptions (created after the
+    deploy), resource types moto's CloudFormation cannot create (it would skip them
+    silently, then fail on a reference to them), and whatever refers to a stripped
+    resource. Queues and tables are never touched.
     """
     deployable = copy.deepcopy(template)
-    notes: list[str] = []
+    result = MotoTemplate(deployable)
+    notes = result.notes
     resources = deployable["Resources"]
     supported = _moto_types()
     stripped: set[str] = set()
+
+    def strip(kind: str, logical_id: str, why: str, *, runs: bool = False) -> None:
+        if runs:
+            notes.append(f"stripped {kind} {logical_id}: {why}")
+        else:
+            left_out = Stripped(stack, kind, logical_id, why)
+            result.stripped.append(left_out)
+            notes.append(str(left_out).removeprefix(f"{stack}: "))
+
     for logical_id, resource in list(resources.items()):
-        why = _STRIPPED_TYPES.get(resource["Type"])
-        if why is None and resource["Type"] not in supported:
-            why = "moto's CloudFormation cannot create it"
+        why = _why_stripped(resource, supported)
         if why:
             del resources[logical_id]
             stripped.add(logical_id)
-            notes.append(f"stripped {resource['Type']} {logical_id}: {why}")
+            if _is_sqs_subscription(resource):  # its note comes once it is created
+                result.subscriptions.append(
+                    Subscription(logical_id, copy.deepcopy(resource.get("Properties", {})))
+                )
+            else:
+                strip(resource["Type"], logical_id, why, runs=resource["Type"] in _EMULATED_TYPES)
     changed = True
     while changed:  # then whatever depends on something stripped
         changed = False
@@ -327,14 +431,16 @@ def for_moto(template: dict[str, Any], stack: str) -> tuple[dict[str, Any], list
                 del resources[logical_id]
                 stripped.add(logical_id)
                 changed = True
-                notes.append(
-                    f"stripped {resource['Type']} {logical_id}: it refers to "
-                    f"{', '.join(sorted(gone))}"
+                strip(
+                    resource["Type"],
+                    logical_id,
+                    f"it refers to {', '.join(sorted(gone))}, stripped",
                 )
     for name, output in list(deployable.get("Outputs", {}).items()):
-        if _references(output) & stripped:
+        gone = _references(output) & stripped
+        if gone:
             del deployable["Outputs"][name]
-            notes.append(f"output {name} left out: it refers to a stripped resource")
+            strip("Output", name, f"it refers to {', '.join(sorted(gone))}, stripped")
     for logical_id, resource in resources.items():
         tags = resource.get("Properties", {}).get("Tags")
         if resource["Type"] == "AWS::KMS::Key" and tags:
@@ -360,4 +466,4 @@ def for_moto(template: dict[str, Any], stack: str) -> tuple[dict[str, Any], list
     if deployable.get("Rules", {}).pop("CheckBootstrapVersion", None) is not None:
         deployable.get("Parameters", {}).pop("BootstrapVersion", None)
         notes.append("removed the bootstrap-version rule (no bootstrap stack locally)")
-    return deployable, notes
+    return result

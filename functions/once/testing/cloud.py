@@ -23,6 +23,12 @@ SNS topic, the business code's S3, SecretsManager or STS calls (a service moto d
 emulate answers with an error at once). ``client(service)`` reaches the same from the
 test, to set up or read what the business code calls.
 
+What the local cloud does not run (the stack's alarms, queue and topic policies, a
+dashboard, an SNS subscription of a protocol other than SQS...) is never dropped in
+silence: starting the cloud warns with a ``StrippedResourceWarning`` per stack, naming each
+part and why (``once up`` names them too). A team that has read them may filter it
+(``filterwarnings = ["ignore::once.testing.cloud.StrippedResourceWarning"]``).
+
 It needs the ``once`` command's local cloud: ``pip install "once[local,testing]"``.
 """
 
@@ -31,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -43,6 +50,28 @@ from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.mapping import Mapping
 from oncecli.operate import outcome_counts
 from oncecli.project import Project
+
+
+class StrippedResourceWarning(UserWarning):
+    """Parts of the team's stacks the local cloud does not run (``LocalCloud.stripped``):
+    what they do on AWS, the tests on ``once_cloud`` do not see."""
+
+
+def _warn_of_stripped(cloud: LocalCloud) -> None:
+    """One ``StrippedResourceWarning`` per stack with parts the local cloud does not run."""
+    by_stack: dict[str, list[str]] = {}
+    for part in cloud.stripped:
+        by_stack.setdefault(part.stack, []).append(str(part).removeprefix(f"{part.stack}: "))
+    for stack, parts in by_stack.items():
+        listed = "\n".join(f"  - {part}" for part in parts)
+        warnings.warn(
+            StrippedResourceWarning(
+                f"the local cloud does not run {len(parts)} part(s) of stack {stack} "
+                f"(on AWS they run; `once up` lists them too):\n{listed}"
+            ),
+            stacklevel=3,
+        )
+
 
 #: How long ``drain`` waits by default: a few redeliveries of a short-timeout function.
 DRAIN_TIMEOUT_S = 120.0
@@ -82,6 +111,7 @@ class OnceCloud:
         self._saved_env = dict(os.environ)
         self.cloud = LocalCloud(context=self._context, project=self._project).start()
         try:
+            _warn_of_stripped(self.cloud)
             self._shipper = Shipper(self.cloud.client("cloudwatch"))
             self._mappings = self.cloud.run_consumers(
                 lambda c: min(self._workers, c.mapping.max_concurrency or self._workers),
