@@ -9,6 +9,7 @@ handler module is imported once, with the function's environment set first.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import io
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
+from oncecli.localcloud import roles
 
 
 @dataclass
@@ -137,6 +139,11 @@ def serve(
     if given), then answer invocations until told to stop. The process's environment is
     ``worker_environ(inherited, env)``.
 
+    On the local cloud (``env`` names the function and the local cloud's endpoint) every
+    AWS call the process makes from the handler's import on, once's and the business
+    code's, is judged by the function's role as its stack grants it (``roles``): what the
+    role does not allow fails with AWS's AccessDenied error for the service.
+
     Each answer is ``("ok", json_text)`` or ``("error", "Class: message")``; the JSON text is
     parsed by the parent, as Lambda parses the function's response payload.
     """
@@ -144,8 +151,17 @@ def serve(
     environ = worker_environ(os.environ, env)
     os.environ.clear()
     os.environ.update(environ)
+    role = roles.for_worker(environ)  # read before it is enforced: the lookup is ours
     if code_dir is not None:
         run_from(code_dir)
+    with contextlib.ExitStack() as judged:
+        if role is not None:
+            judged.enter_context(roles.enforce(role))
+        _answer(conn, handler)
+
+
+def _answer(conn: Connection, handler: str) -> None:
+    """Import the handler, say so, and answer invocations until told to stop."""
     module_name, function_name = handler.rsplit(".", 1)
     function = getattr(importlib.import_module(module_name), function_name)
     conn.send(("ready", os.getpid()))
