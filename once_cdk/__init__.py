@@ -10,6 +10,10 @@ Public API::
 ``OnceConsumer`` builds the queue and its DLQ, the idempotency table, the function with the
 once runtime shipped beside the user's code, the event source mapping, a least-privilege
 role, the alarms and a dashboard. The application grants the function its own resources.
+
+The floor above the runtime: it imports ``once`` (the names the stack and the runtime share,
+``once.constants``, and the settings they both check) and the CDK, never ``oncecli``, which
+imports it to synthesize a team's app (``tests/unit/test_layering.py``).
 """
 
 from once_cdk.consumer import OnceConsumer

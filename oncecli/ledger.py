@@ -4,6 +4,11 @@ Why here: the demo's verdict and the harness's invariants both judge a run by th
 payments service wrote, so both read it the same way, with the service's own key prefixes,
 imported from the example in the checkout (``oncecli.demo.example``): the wheel does not
 ship it, and its names are defined there only.
+
+A module of the proof, not of the ``once`` command, though it sits beside the command's
+modules: it imports the example and the demo's door to it, and only the proof (the demo's
+``verdict``, the harness) imports it. Nothing of the command or the local cloud may import
+it (``tests/unit/test_layering.py``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,14 @@ Public API::
 ``make_handler`` is imported on first use: pytest imports this package at startup (the
 ``once.testing`` plugin), and a test session that never builds a handler should not pay
 for boto3 and Powertools.
+
+The lowest floor of the code: the runtime (the record store, the batch processor, this API)
+and ``once.testing``, the kit a team tests its handler with on moto. It imports the
+standard library and its own dependencies (boto3, Powertools, and moto and pytest in
+``once.testing``), never ``once_cdk`` or ``oncecli``, which import it; and none of its
+modules imports one that imports it back (``once.handler`` registers with
+``once.snapstart``, which knows a handler only by the two methods it calls).
+``tests/unit/test_layering.py`` holds the floors.
 """
 
 from __future__ import annotations

@@ -29,22 +29,34 @@ from __future__ import annotations
 import importlib
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from once.observability import log_safely, logger
-
-if TYPE_CHECKING:
-    from once.handler import Handler
 
 #: The Lambda runtime's hook registry (on PyPI as ``snapshot-restore-py``).
 RUNTIME_HOOKS_MODULE = "snapshot_restore_py"
 
-_handlers: weakref.WeakSet[Handler] = weakref.WeakSet()
+
+class Primable(Protocol):
+    """What this module needs of a handler (``once.handler.Handler`` is one): the handler
+    imports this module to register itself, never the other way round."""
+
+    def prime(self) -> bool:
+        """Build what the first invocation would, calling no AWS API; False when the
+        configuration is incomplete."""
+        ...
+
+    def refresh(self) -> None:
+        """Close what the snapshot holds connected or running, after a restore."""
+        ...
+
+
+_handlers: weakref.WeakSet[Primable] = weakref.WeakSet()
 _lock = threading.Lock()
 _hooked = False
 
 
-def register(handler: Handler) -> None:
+def register(handler: Primable) -> None:
     """Prime ``handler`` before a snapshot and refresh it after a restore. The hooks are
     registered with the runtime once per process, when its module is there."""
     global _hooked

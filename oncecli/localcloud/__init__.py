@@ -4,4 +4,9 @@
 runs moto's server (patched in ``motoserver``) and DynamoDB Local; ``cloud`` deploys the
 template there; ``mapping`` plays the event source mapping, with AWS's response rules in
 ``batchrules`` and each function invocation in a process of its own (``invocation``).
+
+The local cloud's floor: above the runtime and the construct, below the commands. It may
+import ``once``, ``once_cdk`` and what it stands on in ``oncecli``: ``aws``, ``errors``,
+``project``. Never the commands (``operate``, ``redrive``, ``testing``, ``cli``) or the proof
+(``demo``, ``chaos``, ``bench``, ``ledger``), which import it (``tests/unit/test_layering.py``).
 """

@@ -169,7 +169,7 @@ def test_once_up_names_what_it_does_not_run_and_a_publish_completes_the_record(
 def cloud(project: Path) -> Iterator[tuple[Any, list[warnings.WarningMessage]]]:
     """The app on ``OnceCloud`` (what the ``once_cloud`` fixture yields), and the warnings
     its start gave."""
-    from once.testing.cloud import OnceCloud
+    from oncecli.testing.cloud import OnceCloud
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -185,7 +185,7 @@ def _topic(once_cloud: Any) -> str:
 
 
 def test_once_cloud_warns_naming_the_stripped_alarms_and_policies(cloud: tuple) -> None:
-    from once.testing.cloud import StrippedResourceWarning
+    from oncecli.testing.cloud import StrippedResourceWarning
 
     once_cloud, caught = cloud
     (warning,) = [w for w in caught if issubclass(w.category, StrippedResourceWarning)]

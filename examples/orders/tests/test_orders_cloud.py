@@ -1,14 +1,14 @@
-"""The Orders stack as app.py deploys it, on once.testing's ``once_cloud``: its FIFO queue,
-its event source mapping, its DLQ and its function, built from the synthesized asset and
-shipping to the fake carrier (``carrier_url``, conftest.py). What once_env cannot see: that
-the stack wires the handler right. Retries are once_env's: here they would wait for real
-visibility timeouts."""
+"""The Orders stack as app.py deploys it, on ``once_cloud`` (the pytest plugin
+``oncecli.testing``, with ``once[local]``): its FIFO queue, its event source mapping, its DLQ
+and its function, built from the synthesized asset and shipping to the fake carrier
+(``carrier_url``, conftest.py). What once_env cannot see: that the stack wires the handler
+right. Retries are once_env's: here they would wait for real visibility timeouts."""
 
 from __future__ import annotations
 
 import json
 
-from once.testing import OnceCloud
+from oncecli.testing.cloud import OnceCloud
 
 STACK = "Orders"
 

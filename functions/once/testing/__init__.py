@@ -18,10 +18,15 @@ test only asks for the fixture::
 ``deliver`` runs the handler through ``Handler.handle``, the public seam whose per-record
 results (``once.models.RecordResult``) it returns as ``Delivery.results``.
 
-``once_cloud`` (session-scoped, needs ``once[local]``) deploys the team's own CDK app, the
-one of the ``cdk.json`` at or above pytest's root directory, on the local cloud and runs its
-consumers as the stack wires them: ``send``, ``drain``, ``record``, ``dlq_messages``,
-``metrics`` (``once.testing.cloud.OnceCloud``).
+``once_cloud``, a team's CDK app deployed on the local cloud, is not here: it runs the ``once``
+command's local cloud, and the runtime imports nothing above itself. It is the plugin
+``oncecli.testing`` (its type: ``oncecli.testing.cloud.OnceCloud``), which installing
+``once`` registers too.
+
+This package may import ``once`` and the libraries a test environment has (pytest, moto,
+boto3); never ``once_cdk`` or ``oncecli`` (``tests/unit/test_layering.py``). Inside it,
+imports go one way: this plugin imports the kit (``env``), the kit imports its parts
+(``crash``, ``lambda_service``, ``strict``), never this plugin.
 
 The fixture needs moto and pytest, which a team's test environment has; the Lambda never
 imports this package. pytest imports it at startup, before any conftest runs, so it imports
@@ -33,26 +38,21 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from once.testing.cloud import OnceCloud
     from once.testing.crash import CRASH_POINTS, InvocationKilled
-    from once.testing.env import Delivery, OnceEnv, Quarantined
+    from once.testing.env import Delivery, OnceEnv, Quarantined, install_hint
 
 __all__ = [
     "CRASH_POINTS",
     "Delivery",
     "InvocationKilled",
-    "OnceCloud",
     "OnceEnv",
     "Quarantined",
     "install_hint",
-    "once_cloud",
-    "once_cloud_context",
     "once_env",
 ]
 
@@ -63,16 +63,8 @@ _MODULES = {
     "Delivery": "once.testing.env",
     "OnceEnv": "once.testing.env",
     "Quarantined": "once.testing.env",
-    "OnceCloud": "once.testing.cloud",
+    "install_hint": "once.testing.env",
 }
-
-
-def install_hint(extras: str) -> str:
-    """The install line for once's ``extras``, one that works where this once came from:
-    its checkout, for an install from a source tree (once is not on PyPI)."""
-    source = Path(__file__).resolve().parents[3]
-    where = str(source) if (source / "pyproject.toml").is_file() else "<your once checkout>"
-    return f'pip install "{where}[{extras}]"'
 
 
 def __getattr__(name: str) -> Any:
@@ -89,27 +81,3 @@ def once_env() -> Iterator[OnceEnv]:
 
     with OnceEnv() as env:
         yield env
-
-
-@pytest.fixture(scope="session")
-def once_cloud_context() -> dict[str, str]:
-    """CDK context for the app ``once_cloud`` synthesizes (as ``cdk synth -c key=value``);
-    a conftest overrides this fixture to give some, such as a fake service's URL."""
-    return {}
-
-
-@pytest.fixture(scope="session")
-def once_cloud(
-    request: pytest.FixtureRequest, once_cloud_context: dict[str, str]
-) -> Iterator[OnceCloud]:
-    """The team's CDK app (the ``cdk.json`` at or above pytest's root directory) deployed on
-    the local cloud for the session, each consumer's mapping running; torn down after."""
-    try:
-        from once.testing.cloud import OnceCloud
-    except ImportError as error:
-        raise pytest.UsageError(
-            f"once_cloud runs the local cloud, which the [local] extra brings: "
-            f"{install_hint('local,testing')} ({error})"
-        ) from error
-    with OnceCloud(request.config.rootpath, context=once_cloud_context) as cloud:
-        yield cloud

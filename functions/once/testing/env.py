@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -61,6 +62,16 @@ AttributeValue = str | int | float | bytes
 #: and every ``AWS_ENDPOINT_URL_<SERVICE>`` set (``_away_from_moto``): business code's SNS,
 #: S3 or any other client must reach the mock too.
 _AWAY_FROM_MOTO = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL")
+
+
+def install_hint(extras: str) -> str:
+    """The install line for once's ``extras``, one that works where this once came from:
+    its checkout, for an install from a source tree (once is not on PyPI). Here, below the
+    plugins that say it too (``once.testing``'s, ``oncecli.testing``'s), which import this
+    module: never the other way round."""
+    source = Path(__file__).resolve().parents[3]
+    where = str(source) if (source / "pyproject.toml").is_file() else "<your once checkout>"
+    return f'pip install "{where}[{extras}]"'
 
 
 def _away_from_moto() -> list[str]:
@@ -206,8 +217,6 @@ class OnceEnv:
         try:  # a test dependency: imported when a test asks for it, not when pytest starts
             from moto import mock_aws
         except ImportError as error:
-            from once.testing import install_hint
-
             raise ImportError(
                 f"once_env runs on moto: install the test dependencies, {install_hint('testing')}"
             ) from error

@@ -1,5 +1,5 @@
-"""``once_cloud``: a team's own CDK app, synthesized and deployed on the local cloud, for
-integration tests of what ``once_env`` cannot see.
+"""``OnceCloud``, what the ``once_cloud`` fixture yields: a team's own CDK app, synthesized and
+deployed on the local cloud, for integration tests of what ``once_env`` cannot see.
 
 Why: ``once_env`` runs a handler against a table and a DLQ the kit makes; it cannot tell
 whether the stack that ships wires it right. ``OnceCloud`` deploys the synthesized app on
@@ -27,9 +27,11 @@ What the local cloud does not run (the stack's alarms, queue and topic policies,
 dashboard, an SNS subscription of a protocol other than SQS...) is never dropped in
 silence: starting the cloud warns with a ``StrippedResourceWarning`` per stack, naming each
 part and why (``once up`` names them too). A team that has read them may filter it
-(``filterwarnings = ["ignore::once.testing.cloud.StrippedResourceWarning"]``).
+(``filterwarnings = ["ignore::oncecli.testing.cloud.StrippedResourceWarning"]``).
 
-It needs the ``once`` command's local cloud: ``pip install "once[local,testing]"``.
+It needs the ``once`` command's local cloud: ``pip install "once[local,testing]"``. It stands
+on the local cloud and on ``once status``'s reading of the metrics (``oncecli.operate``), above
+the runtime, which never imports it (``oncecli.testing``'s docstring).
 """
 
 from __future__ import annotations
