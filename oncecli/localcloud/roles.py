@@ -48,7 +48,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -343,6 +343,10 @@ class RolePolicy:
     @property
     def principal(self) -> str:
         return f"arn:aws:sts::{self.account}:assumed-role/{self.role_name}/{self.session_name}"
+
+    def enforced(self) -> AbstractContextManager[RolePolicy]:
+        """``enforce(self)``: what ``OnceEnv(role=...)`` enters around each invocation."""
+        return enforce(self)
 
     def prepare(self) -> RolePolicy:
         """Load the policy engine and read the documents now (moto's import takes a third

@@ -359,3 +359,50 @@ def test_the_exactly_mapped_operations(tmp_path: Path):
     assert checks("s3", "ListObjectsV2", {"Bucket": "b"}) == [
         Check("s3:ListBucket", "arn:aws:s3:::b")
     ]
+
+
+# --- once_env with the function's role ---------------------------------------------------------
+
+
+def test_once_env_with_the_role_refuses_a_staged_write_the_role_lacks_and_lands_nothing(
+    template,
+):
+    from once import make_handler
+    from once.models import Outcome
+    from once.testing import OnceEnv
+
+    def stage(table: str, kind: str) -> Any:
+        def business(body: dict[str, Any], attempt: Any) -> str:
+            attempt.write(
+                {kind: {"TableName": table, "Key": {c.PARTITION_KEY: {"S": body["orderId"]}},
+                        "ConditionExpression": "attribute_not_exists(#k)",
+                        "ExpressionAttributeNames": {"#k": c.PARTITION_KEY}}}
+            )  # fmt: skip
+            return "staged"
+
+        return make_handler(business, key="orderId")
+
+    with OnceEnv() as env:
+        for table in ("Ledger", "Audit"):
+            env.dynamodb.create_table(
+                TableName=table,
+                BillingMode="PAY_PER_REQUEST",
+                KeySchema=[{"AttributeName": c.PARTITION_KEY, "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": c.PARTITION_KEY, "AttributeType": "S"}],
+            )
+        env.role = role_of(
+            template,
+            names={
+                _logical(template, "AWS::DynamoDB::Table", "OrdersTable"): env.table_name,
+                _logical(template, "AWS::SQS::Queue", "OrdersDlq"): env.dlq_url,
+            },
+        )
+
+        granted = env.deliver(stage("Ledger", "ConditionCheck"), [{"orderId": "o-1"}])
+        refused = env.deliver(stage("Audit", "ConditionCheck"), [{"orderId": "o-2"}])
+
+        assert granted.outcomes == [Outcome.PROCESSED]  # the control
+        assert refused.outcomes == [Outcome.FAILED]
+        record = env.record("o-2")
+        assert record is not None and record.status == "FAILED"
+        assert "AccessDeniedException" in (record.error or "")

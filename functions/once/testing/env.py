@@ -14,6 +14,7 @@ next test.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -187,7 +188,11 @@ class OnceEnv:
     ``once_env`` pytest fixture."""
 
     def __init__(
-        self, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_receive_count: int | None = None
+        self,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_receive_count: int | None = None,
+        role: Any = None,
     ) -> None:
         """``timeout_s``: the function timeout (an invocation still running at its deadline
         is killed); ``max_receive_count``: the source queues' redrive policy (None: none, a
@@ -196,6 +201,12 @@ class OnceEnv:
             raise ValueError(f"max_receive_count must be at least 1 (got {max_receive_count})")
         self.timeout_s = timeout_s
         self.max_receive_count = max_receive_count
+        #: The function's role, judged on every AWS call an invocation makes (once's and
+        #: business code's), as the local cloud judges it: anything whose ``enforced()`` is a
+        #: context manager, such as ``oncecli.localcloud.rolekit.role_of(template, ...)``
+        #: (``once[local]``). None: calls are not judged. May be set after entering, once
+        #: ``table_name`` and ``dlq_url`` are known to name the template's resources.
+        self.role = role
         self.clock = Clock()
         self.table_name = TABLE_NAME
         self.dlq_url = ""
@@ -402,7 +413,8 @@ class OnceEnv:
         )
         binding.switch.die_at(context.deadline_s, self.clock)
         try:
-            result = handler.handle(event, context)
+            with self.role.enforced() if self.role is not None else contextlib.nullcontext():
+                result = handler.handle(event, context)
             if binding.switch.past_deadline():
                 # It returned, but after its deadline: Lambda had killed it, and its batch
                 # response was never returned.
