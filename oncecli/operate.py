@@ -5,7 +5,10 @@ the queue URLs and table names, so the commands never need them typed in. A depl
 is reached with the standard AWS credential chain and region (``--stack NAME``); the local
 cloud with ``--endpoint-url`` (``--stack`` names one of its stacks; it may be left out when
 the local cloud runs one once stack). ``status`` also reads the outcome counts the
-function's EMF lines published to CloudWatch (locally, ``localcloud.emf`` keeps them).
+function's EMF lines published to CloudWatch (locally, ``localcloud.emf`` keeps them), and
+each of the stack's alarms with its state and reason, as ``DescribeAlarms`` gives them: on
+AWS, CloudWatch evaluates them; locally, the local cloud does (``localcloud.alarms``), and
+``status`` names those it does not (on AWS's own metrics). ``status`` only reads, on both.
 """
 
 from __future__ import annotations
@@ -75,6 +78,10 @@ class Target:
     #: Where the function's metrics are (None: not asked for).
     cloudwatch: Any = None
     lambda_: Any = None
+    cfn: Any = None
+    #: Whether it is the local cloud (``--endpoint-url``), whose alarms on AWS's own
+    #: metrics are not evaluated.
+    local: bool = False
 
     def record_id(self, key: str) -> str:
         return record_id(self.prefix, key)
@@ -165,6 +172,8 @@ def resolve(args: argparse.Namespace) -> Target:
             prefix_note,
             session.client("cloudwatch", endpoint_url=endpoint, config=config),
             session.client("lambda", endpoint_url=endpoint, config=config),
+            cfn,
+            bool(endpoint),
         )
     except NoCredentialsError as error:
         raise NoCredentials(
@@ -367,8 +376,90 @@ def outcome_counts(
     return counts
 
 
+#: The tag the local cloud puts on each alarm it creates for a stack (moto's CloudFormation
+#: does not list them among the stack's resources): ``localcloud.alarms.STACK_TAG``.
+LOCAL_STACK_TAG = "once:local-stack"
+_ALARM_TYPE = "AWS::CloudWatch::Alarm"
+_STATE_STYLE = {"ALARM": "bold red", "OK": "green", "INSUFFICIENT_DATA": "yellow"}
+
+
+def stack_alarms(target: Target) -> list[dict[str, Any]]:
+    """The stack's metric alarms as ``DescribeAlarms`` gives them: those its CloudFormation
+    resources name; on the local cloud, where moto's CloudFormation holds none of them,
+    those the local cloud tagged with the stack's name."""
+    names: list[str] = []
+    for page in target.cfn.get_paginator("list_stack_resources").paginate(StackName=target.stack):
+        names.extend(
+            str(r["PhysicalResourceId"])
+            for r in page.get("StackResourceSummaries", [])
+            if r.get("ResourceType") == _ALARM_TYPE and r.get("PhysicalResourceId")
+        )
+    found: list[dict[str, Any]] = []
+    for start in range(0, len(names), 100):
+        response = target.cloudwatch.describe_alarms(
+            AlarmNames=names[start : start + 100], AlarmTypes=["MetricAlarm"]
+        )
+        found.extend(response.get("MetricAlarms", []))
+    if not names and target.local:
+        for page in target.cloudwatch.get_paginator("describe_alarms").paginate(
+            AlarmTypes=["MetricAlarm"]
+        ):
+            for alarm in page.get("MetricAlarms", []):
+                tags = target.cloudwatch.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])
+                if {"Key": LOCAL_STACK_TAG, "Value": target.stack} in tags.get("Tags", []):
+                    found.append(alarm)
+    return sorted(found, key=lambda a: str(a["AlarmName"]))
+
+
+def alarm_namespaces(alarm: dict[str, Any]) -> set[str]:
+    """The namespaces of the metrics an alarm reads (its metric's, or its metric math's)."""
+    found = {str(alarm["Namespace"])} if alarm.get("Namespace") else set()
+    for query in alarm.get("Metrics") or []:
+        metric = query.get("MetricStat", {}).get("Metric", {})
+        if metric.get("Namespace"):
+            found.add(str(metric["Namespace"]))
+    return found
+
+
+def alarms_view(target: Target) -> Table:
+    """Each alarm of the stack with its state and the reason CloudWatch gives; on the local
+    cloud, which of them it does not evaluate (those on AWS's own metrics)."""
+    table = Table(title=f"alarms ({target.stack})", title_justify="left")
+    table.add_column("alarm", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    try:
+        found = stack_alarms(target)
+    except (ClientError, BotoCoreError) as error:
+        table.add_row(f"unavailable: {_short(error)}", "-", "-")
+        return table
+    not_local: list[str] = []
+    aws_namespaces: set[str] = set()
+    for alarm in found:
+        name, state = str(alarm["AlarmName"]), str(alarm.get("StateValue", "?"))
+        short = name.removeprefix(f"{target.stack}-")
+        aws = {n for n in alarm_namespaces(alarm) if n.startswith("AWS/")}
+        if target.local and aws:
+            not_local.append(short)
+            aws_namespaces |= aws
+        style = _STATE_STYLE.get(state, "")
+        table.add_row(short, f"[{style}]{state}[/]" if style else state, alarm.get("StateReason"))
+    if not found:
+        table.add_row("none found", "-", "-")
+    in_alarm = sum(1 for a in found if a.get("StateValue") == "ALARM")
+    table.title = f"alarms ({target.stack}): {in_alarm} of {len(found)} in ALARM"
+    if not_local:
+        table.caption = (
+            f"not evaluated locally: {', '.join(not_local)} (AWS publishes their metrics, "
+            f"{' and '.join(sorted(aws_namespaces))}; the local cloud has none)"
+        )
+        table.caption_justify = "left"
+    return table
+
+
 def status_view(target: Target, namespace: str) -> Group:
-    """The tables ``status`` prints: the queues and records, then the outcome counts."""
+    """The tables ``status`` prints: the queues and records, the outcome counts, then the
+    stack's alarms."""
     queue = queue_depth(target.sqs, target.outputs["QueueUrl"])
     dlq = queue_depth(target.sqs, target.outputs["DlqUrl"])
     now_ms = int(time.time() * 1000)
@@ -398,7 +489,7 @@ def status_view(target: Target, namespace: str) -> Group:
             outcomes.add_row(name, str(count))
     except (ClientError, BotoCoreError) as error:
         outcomes.add_row(f"unavailable: {_short(error)}", "-")
-    return Group(table, outcomes)
+    return Group(table, outcomes, alarms_view(target))
 
 
 def status(args: argparse.Namespace, console: Console) -> int:

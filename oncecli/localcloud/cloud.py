@@ -9,9 +9,11 @@ consumer's function runs from its own asset (``mapping``, ``invocation``). Where
 differs from AWS it is patched, and each patch is listed in ``LocalCloud.notes``: the
 template's changes, moto ignoring ``TimeToLiveSpecification`` (UpdateTimeToLive is called
 for it), and the SNS subscriptions with the SQS protocol, created through SNS's API after
-the deploy (``subscriptions``). What the local cloud does not run (alarms, queue and topic
-policies, dashboards, subscriptions of other protocols...) is in ``LocalCloud.stripped``,
-each with why: ``once up`` prints it and ``once_cloud`` warns of it.
+the deploy (``subscriptions``). The alarms are created in moto's CloudWatch after the deploy
+and evaluated there by a thread while the cloud runs (``alarms``). What the local cloud does
+not run (the alarms' actions, an alarm on AWS's own metrics, queue and topic policies,
+dashboards, subscriptions of other protocols...) is in ``LocalCloud.stripped``, each with
+why: ``once up`` prints it and ``once_cloud`` warns of it.
 
 With ``engine="dynamodb-local"`` the tables are also created on DynamoDB Local, from the
 template's definitions and with the names the stack gave them, and everything that reads or
@@ -37,7 +39,7 @@ from typing import Any
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
 from oncecli.errors import EngineFailed, SynthFailed, UsageError
-from oncecli.localcloud import subscriptions
+from oncecli.localcloud import alarms, subscriptions
 from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.engines import (
     ENGINES,
@@ -48,6 +50,7 @@ from oncecli.localcloud.engines import (
 )
 from oncecli.localcloud.mapping import FunctionConfig, Mapping, MappingConfig
 from oncecli.localcloud.template import (
+    AlarmResource,
     ConsumerFound,
     StackFound,
     Stripped,
@@ -172,6 +175,11 @@ class LocalCloud:
     stacks: list[StackFound] = field(default_factory=list)
     consumers: list[Consumer] = field(default_factory=list)
     build_dir: Path = BUILD_DIR
+    #: The alarms created in the local CloudWatch (``alarms``), by name.
+    alarm_names: list[str] = field(default_factory=list)
+    #: Whether a thread evaluates the alarms while the cloud runs (``alarms.Evaluator``).
+    evaluate_alarms_every: float | None = alarms.EVALUATE_EVERY_S
+    _evaluator: alarms.Evaluator | None = None
     _engines: list[Engine] = field(default_factory=list)
     _stack_outputs: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -211,12 +219,19 @@ class LocalCloud:
                 self.endpoints["dynamodb"] = local.endpoint
             for stack in self.stacks:
                 self._deploy(assembly, stack)
+            if self.alarm_names and self.evaluate_alarms_every:
+                self._evaluator = alarms.Evaluator(
+                    self.client("cloudwatch"), self.evaluate_alarms_every
+                ).start()
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
+        if self._evaluator is not None:
+            self._evaluator.stop()
+            self._evaluator = None
         for engine in reversed(self._engines):
             engine.stop()
         self._engines = []
@@ -234,7 +249,7 @@ class LocalCloud:
     # --- deploy ----------------------------------------------------------------------------
     def _deploy(self, assembly: Path, stack: StackFound) -> None:
         moto = self.endpoints["sqs"]
-        patched = patch(stack.template, stack.name)
+        patched = patch(stack.template, stack.name, alarm_reason=alarms.why_not_run)
         self.notes.extend(f"{stack.name}: {note}" for note in patched.notes)
         self.stripped.extend(patched.stripped)
         publish_assets(local_client("s3", moto), assembly, stack.artifact, self.build_dir)
@@ -259,6 +274,8 @@ class LocalCloud:
             self.notes.extend(f"{stack.name}: {note}" for note in notes)
             self.notes.extend(str(s) for s in left_out)
             self.stripped.extend(left_out)
+        if patched.alarms:
+            self._create_alarms(stack, patched.alarms, cfn)
         if self.engine == "dynamodb-local":
             self._tables_on_dynamodb_local(stack)
         for found in stack.consumers:
@@ -270,6 +287,38 @@ class LocalCloud:
                     self._mapping_config(stack, found),
                 )
             )
+
+    def _create_alarms(self, stack: StackFound, found: list[AlarmResource], cfn: Any) -> None:
+        """Create the stack's alarms in moto's CloudWatch; an alarm that could not be is
+        named so, instead of what the template patcher said of it."""
+        moto = self.endpoints["sqs"]
+        sqs = local_client("sqs", moto)
+        resolver = subscriptions.Resolver(stack.name, stack.template, cfn, sqs)
+        created = alarms.create(
+            stack.name, found, resolver.resolve, local_client("cloudwatch", moto)
+        )
+        self.alarm_names.extend(created.names)
+        self.notes.extend(f"{stack.name}: {note}" for note in created.notes)
+        refused = {(part.stack, part.logical_id) for part in created.left_out}
+        replaced = [
+            part
+            for part in self.stripped
+            if part.kind == "AWS::CloudWatch::Alarm" and (part.stack, part.logical_id) in refused
+        ]
+        self.stripped = [part for part in self.stripped if part not in replaced]
+        self.notes = [note for note in self.notes if note not in {str(p) for p in replaced}]
+        self.stripped.extend(created.left_out)
+        self.notes.extend(str(part) for part in created.left_out)
+
+    def evaluate_alarms(
+        self, now: float | None = None, *, set_states: bool = True
+    ) -> dict[str, alarms.Verdict]:
+        """Evaluate the local cloud's alarms once, at ``now`` (default: the clock), and set
+        their states (unless ``set_states`` is false: the evaluator thread's stand); return
+        each one's verdict (``alarms.evaluate_all``)."""
+        return alarms.evaluate_all(
+            self.client("cloudwatch"), self.alarm_names, now, set_states=set_states
+        )
 
     def _wait_for_stack(self, cfn: Any, name: str) -> dict[str, Any]:
         deadline = time.monotonic() + 60

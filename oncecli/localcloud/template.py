@@ -10,6 +10,9 @@ change is made here, with a note that says why (``LocalCloud.notes`` lists them)
   warns of them): nothing is dropped in silence;
 - an SNS subscription with the SQS protocol is stripped from the template and created through
   SNS's API once the stack is deployed (``subscriptions``), so that it runs;
+- an alarm is stripped and kept aside (``AlarmResource``), to be created in the local
+  CloudWatch once the stack is deployed and evaluated there (``alarms``); it is still named
+  (its actions never run locally, and an alarm on AWS's own metrics is not evaluated);
 - KMS key tags are spelled the way moto's KMS reads them;
 - a FIFO queue without a name gets one that ends in ``.fifo``, as CloudFormation gives it;
 - a bootstrap-version rule, if any, is removed (there is no bootstrap stack locally).
@@ -26,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +59,7 @@ _STRIPPED_TYPES = {
 #: Stripped and run otherwise, by the local cloud itself (not named as left out).
 _EMULATED_TYPES = {"AWS::Lambda::EventSourceMapping"}
 _SUBSCRIPTION = "AWS::SNS::Subscription"
+_ALARM = "AWS::CloudWatch::Alarm"
 #: What the local cloud cannot run means, for the types teams' stacks hold (any other type
 #: moto's CloudFormation cannot create is named with ``_CANNOT_CREATE``).
 _CANNOT_CREATE = "moto's CloudFormation cannot create it"
@@ -68,7 +73,6 @@ _WHY_STRIPPED = {
         f"{_CANNOT_CREATE}; moto does not enforce topic policies: here any caller may "
         "publish to or subscribe to the topic"
     ),
-    "AWS::CloudWatch::Alarm": f"{_CANNOT_CREATE}; no alarm is evaluated or acts locally",
     "AWS::CloudWatch::CompositeAlarm": f"{_CANNOT_CREATE}; no alarm is evaluated or acts locally",
 }
 
@@ -99,16 +103,27 @@ class Subscription:
     properties: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class AlarmResource:
+    """An ``AWS::CloudWatch::Alarm``, stripped from the template to be created in the local
+    CloudWatch once its stack is deployed (``alarms.create``): its logical id and its
+    template properties, unresolved."""
+
+    logical_id: str
+    properties: dict[str, Any]
+
+
 @dataclass
 class MotoTemplate:
     """A template as moto can deploy it (``deployable``); ``notes``: one line per change;
-    ``stripped``: what the local cloud does not run (each also a note); ``subscriptions``:
-    to create after the deploy."""
+    ``stripped``: what the local cloud does not run (each also a note); ``subscriptions``
+    and ``alarms``: to create after the deploy."""
 
     deployable: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     stripped: list[Stripped] = field(default_factory=list)
     subscriptions: list[Subscription] = field(default_factory=list)
+    alarms: list[AlarmResource] = field(default_factory=list)
 
 
 def _files(folder: Path) -> list[Path]:
@@ -366,13 +381,27 @@ def _is_sqs_subscription(resource: dict[str, Any]) -> bool:
     return resource["Type"] == _SUBSCRIPTION and protocol == "sqs"
 
 
-def _why_stripped(resource: dict[str, Any], supported: set[str]) -> str | None:
+#: What of an alarm does not run locally, from its template properties: by default its
+#: actions; the local cloud passes ``alarms.why_not_run``, which also says whether it is
+#: evaluated (this module stays below the alarms module, which reads what it keeps aside).
+AlarmReason = Callable[[Mapping[str, Any]], str]
+
+
+def _actions_never_run(properties: Mapping[str, Any]) -> str:
+    return "its actions never run locally (nothing is notified)"
+
+
+def _why_stripped(
+    resource: dict[str, Any], supported: set[str], alarm_reason: AlarmReason
+) -> str | None:
     """Why a resource is stripped from the template (None: it is kept)."""
     kind = resource["Type"]
     if kind in _STRIPPED_TYPES:
         return _STRIPPED_TYPES[kind]
     if _is_sqs_subscription(resource):
         return f"created through SNS's API once the stack is deployed ({_CANNOT_CREATE})"
+    if kind == _ALARM:
+        return alarm_reason(resource.get("Properties", {}))
     if kind == _SUBSCRIPTION:
         protocol = resource.get("Properties", {}).get("Protocol") or "unset"
         return (
@@ -384,13 +413,16 @@ def _why_stripped(resource: dict[str, Any], supported: set[str]) -> str | None:
     return None
 
 
-def patch(template: dict[str, Any], stack: str) -> MotoTemplate:
+def patch(
+    template: dict[str, Any], stack: str, *, alarm_reason: AlarmReason = _actions_never_run
+) -> MotoTemplate:
     """The template as moto can deploy it, a note for each change, what is not run.
 
-    Stripped: the event source mapping (emulated), SQS subscriptions (created after the
-    deploy), resource types moto's CloudFormation cannot create (it would skip them
-    silently, then fail on a reference to them), and whatever refers to a stripped
-    resource. Queues and tables are never touched.
+    Stripped: the event source mapping (emulated), SQS subscriptions and alarms (created
+    after the deploy; an alarm is still named: its actions never run locally), resource
+    types moto's CloudFormation cannot create (it would skip them silently, then fail on a
+    reference to them), and whatever refers to a stripped resource. Queues and tables are
+    never touched.
     """
     deployable = copy.deepcopy(template)
     result = MotoTemplate(deployable)
@@ -408,7 +440,7 @@ def patch(template: dict[str, Any], stack: str) -> MotoTemplate:
             notes.append(str(left_out).removeprefix(f"{stack}: "))
 
     for logical_id, resource in list(resources.items()):
-        why = _why_stripped(resource, supported)
+        why = _why_stripped(resource, supported, alarm_reason)
         if why:
             del resources[logical_id]
             stripped.add(logical_id)
@@ -418,6 +450,10 @@ def patch(template: dict[str, Any], stack: str) -> MotoTemplate:
                 )
             else:
                 strip(resource["Type"], logical_id, why, runs=resource["Type"] in _EMULATED_TYPES)
+            if resource["Type"] == _ALARM:
+                result.alarms.append(
+                    AlarmResource(logical_id, copy.deepcopy(resource.get("Properties", {})))
+                )
     changed = True
     while changed:  # then whatever depends on something stripped
         changed = False

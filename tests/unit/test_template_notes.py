@@ -1,5 +1,5 @@
 """The template patcher names every part of a stack the local cloud does not run, and why:
-queue and topic policies (moto enforces neither), alarms, what refers to a stripped part
+queue and topic policies (moto enforces neither), alarms' actions, what refers to a stripped part
 (a dashboard, an output), SNS subscriptions of a protocol other than SQS, any type moto's
 CloudFormation cannot create. An SQS subscription is not among them: it is kept aside to be
 created after the deploy. The emulated event source mapping is a patch, not a part left
@@ -55,7 +55,7 @@ def _stripped(resources: dict[str, Any], outputs: dict[str, Any] | None = None) 
             {"Type": "AWS::SNS::TopicPolicy", "Properties": {"Topics": [{"Ref": "Topic"}]}},
             "moto does not enforce topic policies",
         ),
-        ({"Type": "AWS::CloudWatch::Alarm"}, "no alarm is evaluated or acts locally"),
+        ({"Type": "AWS::CloudWatch::Alarm"}, "its actions never run locally"),
         ({"Type": "AWS::Example::Unknown"}, "moto's CloudFormation cannot create it"),
         (_subscription("email"), "SQS protocol only (this one's is email)"),
         (_subscription("lambda"), "SQS protocol only (this one's is lambda)"),
