@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from oncecli.testing.cloud import OnceCloud, StrippedResourceWarning
 from oncecli.localcloud.mapping import Worker, event_record
+from oncecli.testing.cloud import OnceCloud, StrippedResourceWarning
 
 HANDLER = """
 import os
