@@ -227,9 +227,11 @@ def test_an_outbox_message_to_an_sns_topic_reaches_moto(
     consumer = cloud.only()
     # The function runs with its role (oncecli/localcloud/roles.py): grant it the topic, as a
     # team would with topic.grant_publish(consumer.function).
-    role = cloud.client("lambda").get_function_configuration(
-        FunctionName=consumer.function.name
-    )["Role"].rsplit("/", 1)[1]
+    role = (
+        cloud.client("lambda")
+        .get_function_configuration(FunctionName=consumer.function.name)["Role"]
+        .rsplit("/", 1)[1]
+    )
     cloud.client("iam").put_role_policy(
         RoleName=role,
         PolicyName="publish-test-topic",
