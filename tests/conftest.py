@@ -55,6 +55,7 @@ from once.handler import Handler  # noqa: E402
 from once.models import Outcome  # noqa: E402
 from once.processor import Process  # noqa: E402
 from once.store import RecordStore  # noqa: E402
+from once.testing import strict  # noqa: E402
 
 TABLE = "idempotency"
 LEDGER = "ledger"
@@ -132,7 +133,10 @@ def _session() -> boto3.Session:
 
 @pytest.fixture
 def aws(_session: boto3.Session) -> Iterator[Aws]:
-    """moto with the idempotency and ledger tables, a standard DLQ and a FIFO DLQ."""
+    """moto with the idempotency and ledger tables, a standard DLQ and a FIFO DLQ; held to
+    AWS's documented rules (``once.testing.strict``), as ``once_env`` and the local cloud
+    are, whichever test runs first."""
+    strict.install()
     with mock_aws():
         boto3.DEFAULT_SESSION = _session  # moto puts its own value back on exit
         dynamodb, sqs = _session.client("dynamodb"), _session.client("sqs")

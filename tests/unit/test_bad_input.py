@@ -16,7 +16,6 @@ HUGE = 200 * 1024
 
 CORPUS = {
     "not-json": ("this is not json", "INVALID_JSON"),
-    "empty-body": ("", "INVALID_JSON"),
     "truncated-json": ('{"orderId": "o-1"', "INVALID_JSON"),
     "deeply-nested": ("[" * 100_000, "INVALID_JSON"),
     "deeply-nested-beside-a-key": (
@@ -58,6 +57,19 @@ def test_a_body_without_a_usable_key_is_quarantined_and_never_run(
     assert attributes[c.QUARANTINE_ATTR_REASON] == reason
     assert attributes[c.QUARANTINE_ATTR_MESSAGE_ID] == message_ids(event)[0]
     assert len(attributes[c.QUARANTINE_ATTR_ERROR]) <= c.ERROR_MAX_CHARS
+
+
+def test_an_empty_body_which_sqs_never_delivers_is_never_run_nor_acknowledged(
+    aws, once_handler, spy, sqs_event
+) -> None:
+    # SQS takes no empty body ("The minimum size is one character", SendMessage), so no
+    # record holds one; if one came, its DLQ copy would be refused as well (MissingParameter):
+    # it is reported failed, never acknowledged, and business code never sees it.
+    event = sqs_event([""])
+    assert failed_ids(once_handler(spy)(event, None)) == message_ids(event)
+    assert spy.calls == []
+    assert aws.records() == []
+    assert aws.dlq() == []
 
 
 def test_bad_bodies_do_not_hold_up_the_good_ones_in_their_batch(
