@@ -1,6 +1,10 @@
-"""What the local cloud tests share: the synth context and a mapping for a local cloud."""
+"""What the local cloud tests share: the synth context, a mapping for a local cloud, and a
+team's project written in a temporary directory."""
 
 from __future__ import annotations
+
+import textwrap
+from pathlib import Path
 
 from oncecli.localcloud.cloud import LocalCloud
 from oncecli.localcloud.mapping import Mapping
@@ -20,3 +24,12 @@ def mapping_for(cloud: LocalCloud) -> Mapping:
         env=cloud.worker_env(),
         log_path=str(BUILD_DIR / "workers-test.log"),
     )
+
+
+def write_project(root: Path, files: dict[str, str]) -> Path:
+    """A team's project in a temporary directory: each file's text, dedented, at its path
+    under ``root`` (folders made as needed)."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return root

@@ -17,7 +17,6 @@ conflicts kept coming so that the alarm stays in ALARM however slow the machine.
 
 from __future__ import annotations
 
-import textwrap
 import time
 import uuid
 import warnings
@@ -29,6 +28,7 @@ from typing import Any
 import pytest
 
 from oncecli.localcloud.alarms import ALARM, INSUFFICIENT_DATA, OK
+from tests.localcloud.helpers import write_project
 
 HANDLER = '''
 """The shop's orders: charge each order once; an order marked poison can never be charged."""
@@ -70,14 +70,15 @@ POLL_S = 300
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("alarms-team") / "shop"
-    for name, text in {
-        "src/shop/__init__.py": "",
-        "src/shop/handler.py": HANDLER,
-        "app.py": APP,
-        "cdk.json": '{"app": "python3 app.py"}\n',
-    }.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text))
+    write_project(
+        root,
+        {
+            "src/shop/__init__.py": "",
+            "src/shop/handler.py": HANDLER,
+            "app.py": APP,
+            "cdk.json": '{"app": "python3 app.py"}\n',
+        },
+    )
     return root
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 import time
 import warnings
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ import pytest
 
 from oncecli.localcloud.mapping import Worker, event_record
 from oncecli.testing.cloud import OnceCloud, StrippedResourceWarning
+from tests.localcloud.helpers import write_project
 
 HANDLER = """
 import os
@@ -97,15 +97,16 @@ app.synth()
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OnceCloud]:
     project = tmp_path_factory.mktemp("roles") / "shop"
-    for name, text in {
-        "src/shop/__init__.py": "",
-        "src/shop/handler.py": HANDLER,
-        "src/shop/probe.py": PROBE,
-        "app.py": APP,
-        "cdk.json": '{"app": "python3 app.py"}\n',
-    }.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(textwrap.dedent(text))
+    write_project(
+        project,
+        {
+            "src/shop/__init__.py": "",
+            "src/shop/handler.py": HANDLER,
+            "src/shop/probe.py": PROBE,
+            "app.py": APP,
+            "cdk.json": '{"app": "python3 app.py"}\n',
+        },
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StrippedResourceWarning)
         with OnceCloud(project, workers=1) as cloud:

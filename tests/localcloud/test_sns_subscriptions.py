@@ -24,7 +24,6 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 import warnings
@@ -36,6 +35,7 @@ import pytest
 
 from once import constants as c
 from oncecli.aws import local_client
+from tests.localcloud.helpers import write_project
 
 HANDLER = '''
 """Orders placed on a topic: each one placed once."""
@@ -93,14 +93,15 @@ QUEUE_RESOURCE = {"Type": "AWS::SQS::Queue"}
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sns-team") / "orders"
-    for name, text in {
-        "src/orders/__init__.py": "",
-        "src/orders/handler.py": HANDLER,
-        "app.py": APP,
-        "cdk.json": '{"app": "python3 app.py"}\n',
-    }.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text))
+    write_project(
+        root,
+        {
+            "src/orders/__init__.py": "",
+            "src/orders/handler.py": HANDLER,
+            "app.py": APP,
+            "cdk.json": '{"app": "python3 app.py"}\n',
+        },
+    )
     return root
 
 

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import sysconfig
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from oncecli.project import ROOT
+from tests.localcloud.helpers import write_project
 
 HANDLER = '''
 """The shop's orders: charge each order once."""
@@ -152,17 +152,18 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[
         check=True,
     )  # fmt: skip
     project = base / "shop"
-    for name, text in {
-        "src/shop/__init__.py": "",
-        "src/shop/handler.py": HANDLER,
-        "mail/notices/__init__.py": "",
-        "mail/notices/handler.py": NOTICES,
-        "app.py": APP,
-        "cdk.json": '{"app": "python3 app.py"}\n',
-        "tests/test_integration.py": TEAM_TEST,
-    }.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(textwrap.dedent(text))
+    write_project(
+        project,
+        {
+            "src/shop/__init__.py": "",
+            "src/shop/handler.py": HANDLER,
+            "mail/notices/__init__.py": "",
+            "mail/notices/handler.py": NOTICES,
+            "app.py": APP,
+            "cdk.json": '{"app": "python3 app.py"}\n',
+            "tests/test_integration.py": TEAM_TEST,
+        },
+    )
     env = {
         **os.environ,
         "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",

@@ -18,7 +18,6 @@ Nothing waits on time: each test polls for its condition, with a generous limit.
 from __future__ import annotations
 
 import json
-import textwrap
 import time
 import uuid
 import warnings
@@ -31,6 +30,7 @@ import pytest
 from once import constants as c
 from once.models import record_id
 from oncecli.testing.cloud import OnceCloud, StrippedResourceWarning
+from tests.localcloud.helpers import write_project
 
 PUBLISHER = """
 import os
@@ -111,15 +111,16 @@ T = TypeVar("T")
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OnceCloud]:
     project = tmp_path_factory.mktemp("as-on-aws") / "shop"
-    for name, text in {
-        "src/shop/__init__.py": "",
-        "src/shop/publisher.py": PUBLISHER,
-        "src/shop/sender.py": SENDER,
-        "app.py": APP,
-        "cdk.json": '{"app": "python3 app.py"}\n',
-    }.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(textwrap.dedent(text))
+    write_project(
+        project,
+        {
+            "src/shop/__init__.py": "",
+            "src/shop/publisher.py": PUBLISHER,
+            "src/shop/sender.py": SENDER,
+            "app.py": APP,
+            "cdk.json": '{"app": "python3 app.py"}\n',
+        },
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StrippedResourceWarning)
         with OnceCloud(project, workers=1) as cloud:
