@@ -438,7 +438,7 @@ class BatchProcessor:
             return _replace(done, Outcome.LEASE_LOST)
         if step is not Step.DONE:
             failed = self._not_committed(
-                record, parsed, record_id, claim, step, reason, error, context
+                record, parsed, record_id, claim, done, step, reason, error, context
             )
             if failed is not None:
                 return failed
@@ -452,6 +452,7 @@ class BatchProcessor:
         parsed: Parsed,
         record_id: str,
         claim: Claimed,
+        done: RecordResult,
         step: Step,
         reason: str,
         error: str,
@@ -462,9 +463,6 @@ class BatchProcessor:
         fenced, and it is also the check of the commit's own end: a record it finds
         COMPLETED under this claim had its commit land after all (``CommitLanded``), and
         then the answer is None: the record is done, with what it staged."""
-        done = RecordResult(
-            record.message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover
-        )
         review_fence = claim.fence if step is Step.REVIEW else None
         fail = functools.partial(self._store.fail, review_fence=review_fence)
         try:

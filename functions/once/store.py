@@ -263,12 +263,10 @@ class RecordStore:
             plain = functools.partial(
                 self._finalize, record_id, claim, update, values, c.STATUS_COMPLETED
             )
-            return self._tried(plain, lambda error: [error_code(error) or "None"])
+            return self._tried(plain)
         return self._commit(record_id, claim, update, values, effects)
 
-    def _tried(
-        self, write: Callable[[], bool], codes_of: Callable[[ClientError], list[str]]
-    ) -> bool:
+    def _tried(self, write: Callable[[], bool]) -> bool:
         """A completing write, tried again while DynamoDB refuses it for a cause that passes
         (``COMMIT_TRIES`` in all). Raises ``CommitCanceled`` when it certainly landed nothing
         (``protocol.judge_write_error``); an error after which it may have landed is raised
@@ -279,7 +277,8 @@ class RecordStore:
             except _Canceled as canceled:
                 verdict, codes = canceled.verdict, canceled.codes
             except ClientError as error:
-                verdict, codes = judge_write_error(error_code(error)), codes_of(error)
+                code = error_code(error)
+                verdict, codes = judge_write_error(code), [code or "None"]
                 if verdict is Verdict.UNKNOWN:
                     raise
             if verdict is Verdict.CANCELED or tried == COMMIT_TRIES:
@@ -324,7 +323,7 @@ class RecordStore:
                 return self._canceled(error, claim, effects)
             return True
 
-        return self._tried(commit, lambda error: [error_code(error) or "None"])
+        return self._tried(commit)
 
     @staticmethod
     def _canceled(error: ClientError, claim: Claimed, effects: Effects) -> bool:
