@@ -5,7 +5,11 @@ PY := .venv/bin/python
 # Node.js LTS that npm installed, once it is there; expanded when each command runs.
 export JSII_NODE = $(if $(wildcard node_modules/.bin/node),$(CURDIR)/node_modules/.bin/node,node)
 
-.PHONY: demo test lint synth bench clean setup java
+.PHONY: demo test lint synth bench chaos clean setup java
+
+# The repository's proof (proof/) takes its options from ARGS, e.g.
+# make chaos ARGS="--deliveries 20000 --json build/chaos.json"
+ARGS ?=
 
 .venv/.installed: requirements.txt requirements-dev.txt requirements-lambda.txt once_cdk/requirements-lambda.txt pyproject.toml
 	@test -x $(PY) || python3 -m venv .venv
@@ -34,13 +38,18 @@ java:
 
 setup: .venv/.installed node_modules/.installed build/.lambda-deps
 
-# The demo's default engine is moto: no Java (`once demo --engine dynamodb-local` asks for it).
+# The demo's default engine is moto: no Java (ARGS="--engine dynamodb-local" asks for it).
 demo: setup
-	.venv/bin/once demo
+	$(PY) -m proof.demo $(ARGS)
+
+# The fault-injection harness runs on DynamoDB Local (atomic conditional writes), in a
+# private network namespace it enters itself.
+chaos: setup java
+	$(PY) -m proof.chaos $(ARGS)
 
 lint: .venv/.installed
 	.venv/bin/ruff check .
-	.venv/bin/ruff format --check functions oncecli once_cdk infra examples tests app.py
+	.venv/bin/ruff format --check functions oncecli once_cdk infra examples tests app.py proof
 	.venv/bin/mypy
 
 # DynamoDB Local cannot choose its listen address, so the suite runs in a private network
@@ -54,10 +63,10 @@ synth: setup
 
 # After synth: the page reports the size of the Lambda asset that synth bundles.
 bench: synth java
-	$(PY) -m oncecli.bench
-	$(PY) -m oncecli.bench.commit
-	$(PY) -m oncecli.bench.retry --plot docs/perf_retry.png
-	$(PY) -m oncecli.bench.deliver
+	$(PY) -m proof.bench
+	$(PY) -m proof.bench.commit
+	$(PY) -m proof.bench.retry --plot docs/perf_retry.png
+	$(PY) -m proof.bench.deliver
 
 clean:
 	rm -rf .venv node_modules cdk.out build .pytest_cache .ruff_cache

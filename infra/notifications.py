@@ -3,7 +3,7 @@ through once's outbox (``attempt.send``), for whatever service consumes it.
 
 Built like every queue of the project (``once_cdk.OnceConsumer``'s own): SQS-managed
 encryption, TLS enforced, and a DLQ of its own behind it, for its consumer's poison messages.
-The example deploys no consumer of it: ``once demo`` reads it back to check that each
+The example deploys no consumer of it: ``make demo`` reads it back to check that each
 credited payment was announced once.
 """
 

@@ -81,5 +81,5 @@ class OnceStack(Stack):
 
         add_cli_outputs(self.consumer)
         CfnOutput(self, "LedgerTableName", value=self.ledger.table_name)
-        # What `once demo` reads back: each credited payment announced once.
+        # What `make demo` reads back: each credited payment announced once.
         CfnOutput(self, "NotificationsQueueUrl", value=self.notifications.queue.queue_url)

@@ -1,9 +1,10 @@
-"""The ``once`` command: ``demo``, ``up``, ``send``, ``status``, ``inspect``, ``redrive``,
-``chaos``.
+"""The ``once`` command a team runs on its own app: ``up``, ``send``, ``status``,
+``inspect``, ``redrive``.
 
 Why one thin module: argument parsing, exit codes and signal handling live here; the work
-lives in ``demo``, ``localcloud`` and ``operate``. Expected failures are ``CliError``s,
-printed as one line with their own exit code (see ``errors``).
+lives in ``localcloud`` and ``operate``. Expected failures are ``CliError``s, printed as one
+line with their own exit code (see ``errors``); ``guarded`` does that for any command, the
+repository's proof (``make demo``, ``make chaos``) included.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import signal
 import sys
 import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 from types import FrameType
@@ -20,16 +22,13 @@ from typing import Any
 from rich.console import Console
 
 from oncecli.aws import LOCAL_REGION, STACK_ENV
-from oncecli.chaos import command as chaos
 from oncecli.errors import (
     EXIT_SIGNALS,
     CliError,
-    DemoFailed,
     EngineFailed,
     EngineNotInstalled,
     JavaMissing,
     NoCredentials,
-    NotInCheckout,
     RecordNotFound,
     StackNotFound,
     SynthFailed,
@@ -40,20 +39,14 @@ from oncecli.localcloud import cloud
 from oncecli.localcloud.engines import ENGINES
 from oncecli.project import Project
 
-# The demo, the report and the commands import the once layer, whose logger reads its level
+# The commands import the once layer, whose logger reads its level
 # from the environment when first imported. Worker processes (multiprocessing "spawn")
 # import this module as their main module before they set the function's environment, so
 # those imports happen inside the functions that need them, never at the top.
 
 
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError("a rate is a number in [0, 1)")
-    return value
-
-
-def _context(pairs: list[str] | None) -> dict[str, str]:
+def context_pairs(pairs: list[str] | None) -> dict[str, str]:
+    """``-c KEY=VALUE`` pairs as CDK context."""
     out = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
@@ -63,7 +56,8 @@ def _context(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _local_args(parser: argparse.ArgumentParser) -> None:
+def add_local_args(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a command that starts a local cloud: engine, app, assembly, context."""
     parser.add_argument(
         "--engine",
         choices=ENGINES,
@@ -138,55 +132,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     local_failures = (EngineNotInstalled, JavaMissing, UnshareNotPermitted, EngineFailed)
 
-    demo = _sub(
-        sub,
-        "demo",
-        "deploy the example app's local stage, run a workload through it, check every "
-        "message's fate",
-        epilog(*local_failures, SynthFailed, NotInCheckout, failure=DemoFailed.meaning),
-    )
-    demo.add_argument(
-        "--messages", type=int, default=300, help="messages to send (default: %(default)s)"
-    )
-    demo.add_argument(
-        "--duplicate-rate",
-        type=_rate,
-        default=0.2,
-        help="share of duplicate messages (default: %(default)s)",
-    )
-    demo.add_argument(
-        "--bad-rate",
-        type=_rate,
-        default=0.05,
-        help="share of malformed, mismatched and poison messages (default: %(default)s)",
-    )
-    demo.add_argument(
-        "--workers",
-        type=int,
-        help="worker processes (default and cap: the mapping's maximum concurrency)",
-    )
-    demo.add_argument(
-        "--json",
-        dest="json_path",
-        metavar="PATH",
-        help="also write the report as JSON here (default: none)",
-    )
-    demo.add_argument(
-        "--timeout",
-        type=float,
-        metavar="S",
-        help="give up draining after S seconds (default: from the messages, the visibility "
-        "timeout and maxReceiveCount)",
-    )
-    demo.add_argument("--seed", type=int, default=7, help="workload seed (default: %(default)s)")
-    demo.add_argument(
-        "--fifo",
-        action="store_true",
-        help="the stack's FIFO variant (-c fifo=true): each account's payments in one "
-        "message group, checked to take effect in the order sent (default: standard queue)",
-    )
-    _local_args(demo)
-
     up = _sub(
         sub,
         "up",
@@ -210,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="stop after S seconds (default: run until Ctrl-C)",
     )
-    _local_args(up)
+    add_local_args(up)
 
     target_failures = (NoCredentials, StackNotFound, EngineFailed)
     send = _sub(
@@ -306,44 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _target_args(redrive)
 
-    chaos.add_arguments(_sub(sub, "chaos", chaos.HELP, chaos.EPILOG))
     return parser
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
-
-
-def _demo(args: argparse.Namespace, argv: list[str], console: Console) -> int:
-    from oncecli.demo import verdict
-    from oncecli.demo.drive import DemoOptions, run
-
-    context = _context(args.context)
-    if args.fifo:
-        context["fifo"] = "true"
-    options = DemoOptions(
-        messages=args.messages,
-        duplicate_rate=args.duplicate_rate,
-        bad_rate=args.bad_rate,
-        workers=args.workers,
-        engine=args.engine,
-        json_path=args.json_path,
-        assembly=args.template_dir,
-        context=context,
-        timeout_s=args.timeout,
-        seed=args.seed,
-        fifo=context.get("fifo") == "true",
-    )
-    result = run(options, argv, console)
-    verdict.render(result, console)
-    if options.json_path:
-        verdict.write_json(result, options.json_path)
-    if result["lost"] or not result["ledger_ok"] or result["order_ok"] is False:
-        raise DemoFailed(
-            f"{result['lost']} messages lost, ledger_ok={result['ledger_ok']}, "
-            f"order_ok={result['order_ok']}"
-        )
-    return 0
 
 
 def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
@@ -353,7 +265,7 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
         args.engine,
         argv,
         assembly=args.template_dir,
-        context=_context(args.context),
+        context=context_pairs(args.context),
         project=None if args.template_dir else Project.find(app=args.app),
     )
     mappings = []
@@ -406,32 +318,37 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
     return 0
 
 
+def guarded(name: str, work: Callable[[], int]) -> int:
+    """Run a command's ``work`` and return its exit code: an expected failure (``CliError``)
+    as one line under the command's ``name`` with its own code, Ctrl-C as 130, SIGTERM and
+    SIGHUP as an orderly exit (engines stopped) with 128 + the signal."""
+    err = Console(stderr=True)
+    for signum in EXIT_SIGNALS:
+        signal.signal(signum, _on_signal)
+    try:
+        return work()
+    except CliError as error:
+        err.print(f"[bold red]{name}:[/] {error}", soft_wrap=True)
+        return error.exit_code
+    except KeyboardInterrupt:
+        err.print(f"{name}: interrupted; engines stopped")
+        return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console script entry point; returns (and exits with) the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     console = Console()
-    err = Console(stderr=True)
-    for signum in EXIT_SIGNALS:
-        signal.signal(signum, _on_signal)
-    try:
-        if args.command == "demo":
-            code = _demo(args, argv, console)
-        elif args.command == "up":
-            code = _up(args, argv, console)
-        elif args.command == "chaos":
-            code = chaos.run(args)
-        else:
-            from oncecli import operate
 
-            code = operate.dispatch(args, console)
-    except CliError as error:
-        err.print(f"[bold red]once {args.command}:[/] {error}", soft_wrap=True)
-        code = error.exit_code
-    except KeyboardInterrupt:
-        err.print(f"once {args.command}: interrupted; engines stopped")
-        code = 130
-    return code
+    def work() -> int:
+        if args.command == "up":
+            return _up(args, argv, console)
+        from oncecli import operate
+
+        return operate.dispatch(args, console)
+
+    return guarded(f"once {args.command}", work)
 
 
 if __name__ == "__main__":

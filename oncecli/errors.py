@@ -23,13 +23,6 @@ class UsageError(CliError):
     meaning = "bad arguments"
 
 
-class DemoFailed(CliError):
-    """The demo ran, but a message was lost or the ledger is wrong."""
-
-    exit_code = 1
-    meaning = "the run found a lost message, a wrong ledger or (FIFO) a payment out of order"
-
-
 class NoCredentials(CliError):
     exit_code = 3
     meaning = "no AWS credentials"
@@ -67,23 +60,9 @@ class SynthFailed(CliError):
     meaning = "cdk synth of the local stage failed, or there is no CDK app here"
 
 
-class NotInCheckout(CliError):
-    """The demo, the chaos harness or a benchmark ran where the example app is not."""
-
-    exit_code = 12
-    meaning = "not run in a checkout of the once repository (its example app is not here)"
-
-
 class RecordNotFound(CliError):
     exit_code = 10
     meaning = "no record for that key"
-
-
-class HarnessFailed(CliError):
-    """The chaos harness itself failed: its verdict on the consumers would mean nothing."""
-
-    exit_code = 11
-    meaning = "the chaos harness itself failed (a worker crashed, or an engine stopped answering)"
 
 
 #: The signals the CLI turns into an orderly exit (engines stopped) with 128 + the signal.

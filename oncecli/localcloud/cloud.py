@@ -534,8 +534,9 @@ def routing_env(moto: str, dynamodb: str) -> dict[str, str]:
     }
 
 
-def start(engine: str, argv: list[str], **kwargs: Any) -> LocalCloud:
-    """Start a local cloud; for DynamoDB Local, first re-execute the CLI in a namespace."""
+def start(engine: str, argv: list[str], module: str = "oncecli.cli", **kwargs: Any) -> LocalCloud:
+    """Start a local cloud; for DynamoDB Local, first re-execute ``python -m MODULE ARGV``
+    (the command that asked: ``once up``, or the proof's demo) in a private namespace."""
     if engine == "dynamodb-local":
-        enter_private_netns(argv)
+        enter_private_netns(argv, module)
     return LocalCloud(engine=engine, **kwargs).start()

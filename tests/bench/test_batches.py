@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from oncecli.bench import batches
+from proof.bench import batches
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oncecli.bench import batches
+from proof.bench import batches
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "oncecli.bench",
+            "proof.bench",
             "--scale",
             "smoke",
             "--sections",

@@ -1,4 +1,4 @@
-"""The atomic-effects benchmark (``python -m oncecli.bench.commit``) end to end on moto, in
+"""The atomic-effects benchmark (``python -m proof.bench.commit``) end to end on moto, in
 miniature: its tables, its section of the page, and the protocol's call counts it reports
 (a new key costs the claim and one commit whatever it stages, plus the outbox's sends and
 one clear; a duplicate costs 1, plus what it owes). Timings are not asserted: only that
@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oncecli.bench import commit
-from oncecli.bench.__main__ import KEPT_SECTIONS, _write_page
+from proof.bench import commit
+from proof.bench.__main__ import KEPT_SECTIONS, _write_page
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def test_the_commit_bench_counts_two_calls_per_new_key_and_one_per_duplicate(
         [
             sys.executable,
             "-m",
-            "oncecli.bench.commit",
+            "proof.bench.commit",
             "--engine",
             "moto",
             "--scale",

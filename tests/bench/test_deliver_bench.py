@@ -1,4 +1,4 @@
-"""``python -m oncecli.bench.deliver`` runs end to end and prints one row per delivery kind."""
+"""``python -m proof.bench.deliver`` runs end to end and prints one row per delivery kind."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_deliver_benchmark_prints_a_median_for_every_kind_of_delivery() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "oncecli.bench.deliver", "--n", "2"],
+        [sys.executable, "-m", "proof.bench.deliver", "--n", "2"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -19,7 +19,7 @@ def test_the_retry_benchmark_times_both_modes(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "oncecli.bench.retry",
+            "proof.bench.retry",
             "--engine",
             "moto",
             "--pairs",

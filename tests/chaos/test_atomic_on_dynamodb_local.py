@@ -38,7 +38,7 @@ from once.outbox import Outbox
 from once.quarantine import Quarantine
 from once.store import Claimed, RecordStore
 from oncecli.aws import create_table, local_client
-from oncecli.chaos.faults import Injector
+from proof.chaos.faults import Injector
 from tests.conftest import Clock, FakeContext, build_event, count_calls
 
 pytestmark = pytest.mark.dynamodb_local

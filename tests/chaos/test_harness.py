@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from oncecli.chaos.harness import Endpoints, Run, chaos
-from oncecli.chaos.traffic import build
+from proof.chaos.harness import Endpoints, Run, chaos
+from proof.chaos.traffic import build
 
 # Enough zombies and crashes in a few hundred deliveries to exercise every path. That each
 # enabled fault is injected at all holds by construction, not by these rates: a drawn fault

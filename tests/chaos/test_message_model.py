@@ -24,7 +24,7 @@ from once import processor, protocol, quarantine, store
 from once.models import Outcome, Record
 from once.protocol import Step, Verdict
 from oncecli.aws import create_table, local_client
-from oncecli.chaos.unfenced import UnfencedRecordStore
+from proof.chaos.unfenced import UnfencedRecordStore
 from tests.chaos import aws_faults, message_model
 from tests.chaos.aws_faults import Fault
 from tests.chaos.message_model import Message, MessageMachine, Op, Violation

@@ -28,8 +28,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from once import constants as c
 from once.models import Outcome, Record
 from once.store import Claimed, RecordStore, Rejected
-from oncecli.chaos.faults import Injector
-from oncecli.chaos.unfenced import UnfencedRecordStore
+from proof.chaos.faults import Injector
+from proof.chaos.unfenced import UnfencedRecordStore
 
 WORKERS = 3
 LEASE_MS = 10_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oncecli.chaos.retrytimes import Mark, summarize, waits
+from proof.chaos.retrytimes import Mark, summarize, waits
 
 
 def test_a_busy_delivery_is_timed_to_the_first_done_after_it() -> None:

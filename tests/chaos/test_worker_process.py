@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from oncecli.chaos.harness import Supervisor
-from oncecli.chaos.probe import History
-from oncecli.chaos.worker import Timeout, WorkerSpec
-from oncecli.errors import HarnessFailed
+from proof.chaos.harness import Supervisor
+from proof.chaos.probe import History
+from proof.chaos.worker import Timeout, WorkerSpec
+from proof.errors import HarnessFailed
 
 
 def _outlive(history_path: str, timeout_s: float, run_s: float, extend_s: float) -> None:

@@ -37,7 +37,7 @@ from once_cdk import OnceConsumer
 
 ALARM_EMAIL = "oncall@example.com"
 #: The example app's variants: the context each one is synthesized with. prod also proves
-#: the optional e-mail subscription; local-fifo is what `once demo --fifo` deploys.
+#: the optional e-mail subscription; local-fifo is what `make demo ARGS=--fifo` deploys.
 VARIANTS: dict[str, dict[str, str]] = {
     "dev": {"stage": "dev"},
     "prod": {"stage": "prod", "alarm_email": ALARM_EMAIL},

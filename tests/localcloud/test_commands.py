@@ -131,7 +131,7 @@ def test_unshare_missing(monkeypatch):
     monkeypatch.delenv(engines.NETNS_ENV, raising=False)
     monkeypatch.setattr(engines.shutil, "which", lambda name: None)
     with pytest.raises(UnshareNotPermitted) as caught:
-        engines.enter_private_netns(["demo"])
+        engines.enter_private_netns(["up"])
     assert caught.value.exit_code == 7
 
 

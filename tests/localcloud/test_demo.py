@@ -1,4 +1,4 @@
-"""``once demo`` end to end, as a user runs it: a subprocess, its exit code, its report."""
+"""``make demo`` end to end, as the README runs it: a subprocess, its exit code, its report."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from oncecli.demo.verdict import notified_once, out_of_order
-from oncecli.demo.workload import Message, Workload
 from oncecli.project import ROOT
+from proof.demo.verdict import notified_once, out_of_order
+from proof.demo.workload import Message, Workload
 from tests.localcloud.helpers import CONTEXT
 
 ARGS = [
@@ -29,7 +29,7 @@ def demo(tmp_path, *extra: str) -> dict:
     out = tmp_path / "report.json"
     began = time.monotonic()
     run = subprocess.run(
-        [sys.executable, "-m", "oncecli.cli", "demo", *ARGS, *extra, "--json", str(out)],
+        [sys.executable, "-m", "proof.demo", *ARGS, *extra, "--json", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

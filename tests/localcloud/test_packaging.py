@@ -25,7 +25,7 @@ PIP_WHEEL = (sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isol
 #: Source folders whose packages the wheel ships, and the folder each is rooted in.
 SHIPPED = {"once": "functions", "oncecli": ".", "once_cdk": "."}
 #: The example service: the demo, harness and benchmarks import it from the checkout they
-#: run in (``oncecli.demo.example``), so it is no dependency of the wheel.
+#: run in (``proof.example``), so it is no dependency of the wheel.
 EXAMPLE = "payments"
 
 

@@ -12,7 +12,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.config import Config
 
-from oncecli.chaos import harness
+from proof.chaos import harness
 
 
 class Clock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from oncecli.bench import coldstart_page, tuning
+from proof.bench import coldstart_page, tuning
 
 
 def _first(total: float) -> dict[str, float]:

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from oncecli.chaos import harness
-from oncecli.chaos.faults import DRAWN, Dice, Injector, owe
-from oncecli.chaos.harness import DEFAULT_RATES, _SweepOwed
-from oncecli.errors import HarnessFailed
+from proof.chaos import harness
+from proof.chaos.faults import DRAWN, Dice, Injector, owe
+from proof.chaos.harness import DEFAULT_RATES, _SweepOwed
+from proof.errors import HarnessFailed
 from tests.unit.chaos_fakes import Clock, dynamodb_client, engine, fake_monotonic
 
 #: A rate so small that no draw of these tests ever fires it: what fires is the debt.

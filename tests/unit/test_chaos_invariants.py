@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncecli.chaos.invariants import (
+from proof.chaos.invariants import (
     INVARIANTS,
     FinalState,
     check,
@@ -19,7 +19,7 @@ from oncecli.chaos.invariants import (
     stale_write_landed,
     two_live_owners,
 )
-from oncecli.chaos.twohop import TwoHopState
+from proof.chaos.twohop import TwoHopState
 
 S = 1_000_000_000  # one second in monotonic nanoseconds
 

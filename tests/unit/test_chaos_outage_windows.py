@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from oncecli.chaos.faults import Injector
-from oncecli.chaos.harness import OUTAGE_S, OutageWindows
+from proof.chaos.faults import Injector
+from proof.chaos.harness import OUTAGE_S, OutageWindows
 from tests.unit.chaos_fakes import Clock, dynamodb_client, engine, fake_monotonic
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from oncecli.chaos.harness import _ttl_sweep
+from proof.chaos.harness import _ttl_sweep
 
 TABLE = "records"
 TTL = "expires_at"

@@ -1,12 +1,12 @@
-"""``once chaos`` says why it exits as it does: once's violations fail the run, by name and
+"""``make chaos`` says why it exits as it does: once's violations fail the run, by name and
 count; the peers' are measured, never a failure."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from oncecli.chaos.command import verdict
-from oncecli.chaos.harness import Run
+from proof.chaos.command import verdict
+from proof.chaos.harness import Run
 
 
 def run(impl: str, **violations: int) -> Run:

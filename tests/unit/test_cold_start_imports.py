@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from oncecli.bench.coldstart import _answers, _one_record_event
+from proof.bench.coldstart import _answers, _one_record_event
 
 FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
 NEVER = ("aws_xray_sdk", "once.testing", "boto3", "s3transfer", "pytest", "moto")

@@ -1,5 +1,5 @@
-"""The demo, the chaos harness and the benchmarks find the example app in the checkout they
-run in (the wheel does not ship ``payments``), and say so clearly where there is none."""
+"""The proof runs the example app of the checkout it lives in (the wheel ships neither), and
+refuses clearly to run another ``payments`` in the example's place."""
 
 from __future__ import annotations
 
@@ -8,54 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from oncecli.chaos import command
-from oncecli.demo import example
 from oncecli.errors import CliError
+from proof import errors, example
+from proof.chaos import command
+from proof.demo.__main__ import build_parser as demo_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _fake_checkout(root: Path) -> Path:
-    (root / "functions" / "payments").mkdir(parents=True)
-    (root / "functions" / "payments" / "__init__.py").write_text("")
-    (root / "functions" / "payments" / "handler.py").write_text("")
-    (root / "cdk.json").write_text('{"app": "python3 app.py"}')
-    return root
-
-
-@pytest.fixture
-def installed(monkeypatch, tmp_path):
-    """As from a wheel: this package's own folder is not a checkout."""
-    site = tmp_path / "site-packages"
-    site.mkdir()
-    monkeypatch.setattr(example, "SOURCE", site)
-    return site
-
-
-def test_the_checkout_this_package_runs_from_is_found():
-    assert example.find_checkout(Path("/")) == ROOT
-
-
-def test_outside_a_checkout_the_error_says_to_run_in_one(installed, tmp_path):
-    elsewhere = tmp_path / "team-project"
-    elsewhere.mkdir()
-    assert example.find_checkout(elsewhere) is None
-    with pytest.raises(example.NotInCheckout) as caught:
-        example.require(elsewhere)
-    assert isinstance(caught.value, CliError)
-    assert "run them in a checkout" in str(caught.value)
-    assert str(elsewhere) in str(caught.value)
-
-
-def test_an_installed_package_finds_the_checkout_at_or_above_the_working_directory(
-    installed, tmp_path
-):
-    checkout = _fake_checkout(tmp_path / "once")
-    below = checkout / "examples" / "orders"
-    below.mkdir(parents=True)
-    (below / "cdk.json").write_text("{}")  # a CDK app without the example is not it
-    assert example.find_checkout(below) == checkout
-    assert example.functions_dir(checkout) == checkout / "functions"
+def test_the_example_is_the_checkouts_own():
+    assert example.ROOT == ROOT
+    assert (example.FUNCTIONS / example.PACKAGE / "handler.py").is_file()
 
 
 def test_require_puts_the_checkouts_functions_on_the_path_once(monkeypatch):
@@ -77,12 +40,19 @@ def test_another_payments_first_on_the_path_is_refused(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(team))
     for name in [n for n in sys.modules if n == "payments" or n.startswith("payments.")]:
         monkeypatch.delitem(sys.modules, name)
-    with pytest.raises(example.NotInCheckout, match="another 'payments' comes first"):
+    with pytest.raises(errors.ExampleShadowed, match="another 'payments' comes first") as caught:
         example.require()
+    assert isinstance(caught.value, CliError)
 
 
-def test_its_exit_code_is_its_own_and_the_chaos_command_lists_it():
-    code = example.NotInCheckout.exit_code
-    others = [cls for cls in CliError.__subclasses__() if cls is not example.NotInCheckout]
-    assert code not in {cls.exit_code for cls in others}
-    assert f"  {code:<4} {example.NotInCheckout.meaning}" in command.EPILOG
+@pytest.mark.parametrize("error", [errors.ExampleShadowed, errors.HarnessFailed])
+def test_the_proofs_exit_codes_are_their_own_and_its_commands_list_them(error):
+    commands = [cls for cls in CliError.__subclasses__() if cls.__module__ == "oncecli.errors"]
+    assert error.exit_code not in {cls.exit_code for cls in commands}
+    assert f"  {error.exit_code:<4} {error.meaning}" in command.EPILOG
+
+
+def test_the_demo_lists_its_exit_codes():
+    shown = demo_parser().format_help()
+    assert f"  {errors.ExampleShadowed.exit_code:<4} " in shown
+    assert errors.DemoFailed.meaning.split(",")[0] in shown.replace("\n", " ")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from oncecli.bench import footprint, footprint_page
-from oncecli.bench.page import Page
+from proof.bench import footprint, footprint_page
+from proof.bench.page import Page
 
 BATCHES = (2, 5)
 

@@ -1,6 +1,9 @@
 """The package is the product: a wheel built from the checkout holds ``once``, ``once_cdk``
-and ``oncecli``, and nothing else at the top (the example ``payments`` would shadow a team's
-own), with the data files they read and the pytest plugin. (That every module of those
+and ``oncecli``, and nothing else at the top: not the example (``payments`` would shadow a
+team's own), not the repository's proof (``proof/``: demo, chaos harness, benchmarks), with
+the data files they read and the pytest plugin; the extras a team installs bring no
+plotting or profiling library, and the ``once`` command offers only what works in a team's
+project. (That every module of those
 packages is in it, and every library they import declared: ``tests/localcloud/test_packaging.py``.)
 
 The wheel is built from a copy of the checkout's files (tracked, and new ones not ignored)
@@ -83,12 +86,43 @@ def test_the_wheel_holds_once_once_cdk_and_oncecli_only(wheel):
     assert set(_dist_info(wheel, "top_level.txt").split()) == {"once", "once_cdk", "oncecli"}
 
 
+def test_nothing_of_the_proof_or_the_example_is_in_the_wheel(wheel):
+    names = _names(wheel)
+    proof_modules = {p.stem for p in (ROOT / "proof").rglob("*.py")} - {"__init__", "__main__"}
+    assert proof_modules
+    shipped = {p.stem for p in names if p.suffix == ".py"}
+    # The proof's own module names (harness, drive, verdict...) appear nowhere in the wheel.
+    assert not proof_modules & shipped - {"errors", "example", "cli"}, proof_modules & shipped
+    assert not [p for p in names if p.parts[0] in {"proof", "payments", "infra", "tests"}]
+
+
 def test_the_wheel_holds_the_data_the_packages_read(wheel):
-    names = set(wheel.namelist())
-    assert "once_cdk/requirements-lambda.txt" in names
-    lambdas = {p.name for p in (ROOT / "oncecli" / "bench" / "lambdas").glob("*.py")}
-    assert lambdas
-    assert {f"oncecli/bench/lambdas/{name}" for name in lambdas} <= names
+    assert "once_cdk/requirements-lambda.txt" in set(wheel.namelist())
+
+
+#: Libraries for plots and profiles: the proof's (requirements-dev.txt), never a team's.
+PROOF_ONLY = ("matplotlib", "pyinstrument", "hypothesis")
+
+
+def test_no_extra_a_team_installs_brings_a_plotting_or_profiling_library(wheel):
+    requires = [
+        line.partition(":")[2].strip()
+        for line in _dist_info(wheel, "METADATA").splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
+    assert requires
+    assert not [r for r in requires if r.lower().startswith(PROOF_ONLY)], requires
+
+
+def test_the_once_command_offers_only_what_works_in_a_teams_project():
+    from oncecli.cli import build_parser
+
+    (commands,) = [
+        action.choices
+        for action in build_parser()._actions
+        if getattr(action, "choices", None) and action.dest == "command"
+    ]
+    assert set(commands) == {"up", "send", "status", "inspect", "redrive"}
 
 
 def test_the_pytest_plugin_ships_and_is_registered(wheel):

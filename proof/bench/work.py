@@ -1,0 +1,227 @@
+"""DynamoDB work per record, for every path a record can take, per consumer.
+
+Paths: ``new`` (a key never seen), ``duplicate`` (redelivery of a completed key),
+``in-batch duplicate`` (the same key twice in one batch), ``busy`` (another delivery holds
+the key right now) and ``conflict`` (a completed key with a different payload). For each we
+count requests on the wire and sum the capacity DynamoDB Local reports through
+``ReturnConsumedCapacity``. DynamoDB reports no capacity for a write whose condition failed,
+yet bills it: by AWS's rule it consumes the size of the existing item in 1 KB units, at
+least 1; that figure is computed from the item the rejection returns and marked so.
+Then: cost per million messages at on-demand prices, and the stored record size, with what
+``once``'s 64 KiB result cap does to it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from once import constants as c
+from oncecli.aws import record_id
+from proof.bench.subjects import (
+    CONSUMERS,
+    KEY_PREFIX,
+    TABLES,
+    Subjects,
+    body,
+    business,
+    invoke,
+    new_keys,
+)
+
+#: On-demand prices, us-east-1, standard table class (since the Nov 2024 price cut):
+#: USD per million write / read request units, and per GB-month stored.
+PRICE_WRU = 0.625
+PRICE_RRU = 0.125
+PRICE_GB_MONTH = 0.25
+PRICE_NOTE = (
+    f"on-demand, us-east-1, standard table class: ${PRICE_WRU} per million write "
+    f"request units, ${PRICE_RRU} per million read request units, "
+    f"${PRICE_GB_MONTH} per GB-month"
+)
+PATHS = ("new", "duplicate", "in-batch duplicate", "busy", "conflict")
+#: Result sizes that show the cap: small, 10 KiB, just under the cap, over it.
+RESULT_SIZES = (64, 10 * 1024, c.RESULT_CAP_BYTES - 64, 100 * 1024)
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """DynamoDB's item size: attribute names plus values (see ``value_size``)."""
+    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+
+
+def _number_size(raw: str) -> int:
+    digits = str(Decimal(raw).normalize()).lstrip("-").replace(".", "").lstrip("0")
+    return math.ceil(len(digits or "0") / 2) + 1
+
+
+def value_size(value: dict[str, Any]) -> int:
+    """One attribute value's size by DynamoDB's rules: UTF-8 strings, binary as is, numbers
+    about one byte per two significant digits plus one, sets the sum of their elements, a
+    list or a map 3 bytes plus 1 per element (and a map its keys), a boolean or null 1."""
+    ((kind, raw),) = value.items()
+    if kind == "S":
+        return len(raw.encode())
+    if kind == "N":
+        return _number_size(raw)
+    if kind == "B":
+        return len(raw)
+    if kind == "SS":
+        return sum(len(v.encode()) for v in raw)
+    if kind == "NS":
+        return sum(_number_size(v) for v in raw)
+    if kind == "BS":
+        return sum(len(v) for v in raw)
+    if kind == "L":
+        return 3 + sum(1 + value_size(v) for v in raw)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + value_size(v) for k, v in raw.items())
+    return 1
+
+
+def rejected_units(item: dict[str, Any] | None) -> float:
+    """What a write refused by its condition consumes: the existing item, 1 KB units."""
+    return max(1, math.ceil(item_size(item or {}) / 1024))
+
+
+class _Rejections:
+    """Sums the computed capacity of refused conditional writes (they report none)."""
+
+    def __init__(self, subjects: Subjects) -> None:
+        self.units = 0.0
+        self._lock = threading.Lock()
+        subjects.wire.session.events.register("after-call.dynamodb", self._on_response)
+
+    def _on_response(self, parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            with self._lock:
+                self.units += rejected_units(parsed.get("Item"))
+
+    def take(self) -> float:
+        with self._lock:
+            units, self.units = self.units, 0.0
+        return units
+
+
+def _measure(
+    subjects: Subjects, rejections: _Rejections, action: Callable[[], Any], per: int
+) -> dict[str, Any]:
+    wire = subjects.wire
+    wire.reset()
+    rejections.take()
+    action()
+    calls, capacity = wire.snapshot()
+    refused = rejections.take()
+    return {
+        "calls": sum(calls.values()) / per,
+        "operations": {op: n / per for op, n in calls.items()},
+        "wru_reported": capacity["write"] / per,
+        "rru_reported": capacity["read"] / per,
+        "wru_refused": refused / per,
+    }
+
+
+def _minus(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Field by field a - b, operations included."""
+    out = {k: v - b[k] for k, v in a.items() if k != "operations"}
+    ops = {
+        op: a["operations"].get(op, 0) - b["operations"].get(op, 0)
+        for op in set(a["operations"]) | set(b["operations"])
+    }
+    return out | {"operations": {op: n for op, n in ops.items() if n}}
+
+
+def _busy(subjects: Subjects, name: str, rejections: _Rejections, n: int) -> dict[str, Any]:
+    """Hold a key inside business code in one thread; deliver it again meanwhile."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(body_: Any, attempt: Any) -> dict[str, Any]:
+        entered.set()
+        release.wait(30)
+        return {"held": True}
+
+    holder, contender = subjects.build(name, hold), subjects.build(name, business(0))
+    results = []
+    for key in new_keys(n):
+        entered.clear()
+        release.clear()
+        thread = threading.Thread(target=invoke, args=(holder, [body(key)]))
+        thread.start()
+        if not entered.wait(30):
+            raise RuntimeError(f"{name}: the holder never entered business code")
+        results.append(
+            _measure(subjects, rejections, lambda k=key: invoke(contender, [body(k)]), 1)
+        )
+        release.set()
+        thread.join()
+    return {k: sum(r[k] for r in results) / n for k in results[0] if k != "operations"} | {
+        "operations": results[0]["operations"]
+    }
+
+
+def paths(subjects: Subjects, n: int = 10) -> dict[str, dict[str, Any]]:
+    """Per consumer, per path: calls and capacity per record."""
+    rejections = _Rejections(subjects)
+    out: dict[str, dict[str, Any]] = {}
+    for name in CONSUMERS:
+        handler = subjects.build(name, business(0))
+        keys = new_keys(n)
+        bodies = [body(k) for k in keys]
+        row = {"new": _measure(subjects, rejections, lambda h=handler, b=bodies: invoke(h, b), n)}
+        row["duplicate"] = _measure(
+            subjects, rejections, lambda h=handler, b=bodies: invoke(h, b), n
+        )
+        pairs = [body(k) for k in new_keys(n // 2) for _ in range(2)]
+        both = _measure(subjects, rejections, lambda h=handler, b=pairs: invoke(h, b), n // 2)
+        # Per pair: one new key and its in-batch copy; the copy costs the difference.
+        row["in-batch duplicate"] = _minus(both, row["new"])
+        row["busy"] = _busy(subjects, name, rejections, 3)
+        changed = [body(k, amount=999) for k in keys]
+        row["conflict"] = _measure(
+            subjects, rejections, lambda h=handler, b=changed: invoke(h, b), n
+        )
+        out[name] = row
+    return out
+
+
+def cost_per_million(row: dict[str, Any]) -> float:
+    """USD per million records taking this path (DynamoDB request units only)."""
+    wru = row["wru_reported"] + row["wru_refused"]
+    return wru * PRICE_WRU + row["rru_reported"] * PRICE_RRU
+
+
+def record_sizes(subjects: Subjects) -> dict[str, Any]:
+    """Stored size of a COMPLETED record per consumer (run first, on empty tables), and
+    once's record size and write units as its result grows past the cap."""
+    typical = {}
+    for name in CONSUMERS:
+        handler = subjects.build(name, business(0))
+        key = new_keys(1)[0]
+        invoke(handler, [body(key)])
+        items = subjects.wire.client().scan(TableName=TABLES[name])["Items"]
+        done = [item_size(i) for i in items if i.get("status", {}).get("S") == "COMPLETED"]
+        typical[name] = max(done) if done else None
+    rejections = _Rejections(subjects)
+    capped = []
+    for size in RESULT_SIZES:
+        handler = subjects.build("once", lambda b, a, s=size: {"blob": "x" * s})
+        key = new_keys(1)[0]
+        new = _measure(subjects, rejections, lambda h=handler, k=key: invoke(h, [body(k)]), 1)
+        dup = _measure(subjects, rejections, lambda h=handler, k=key: invoke(h, [body(k)]), 1)
+        item = subjects.wire.client().get_item(
+            TableName=TABLES["once"],
+            Key={"id": {"S": record_id(KEY_PREFIX, key)}},
+            ConsistentRead=True,
+        )["Item"]
+        capped.append(
+            {
+                "result_bytes": size + len('{"blob":""}'),
+                "stored_result_bytes": len(item["result"]["S"].encode()),
+                "record_bytes": item_size(item),
+                "wru_new": new["wru_reported"] + new["wru_refused"],
+                "wru_duplicate": dup["wru_reported"] + dup["wru_refused"],
+            }
+        )
+    return {"typical": typical, "capped": capped}

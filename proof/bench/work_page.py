@@ -1,0 +1,140 @@
+"""The page's "DynamoDB work per record" section and its goal rows: calls, operations,
+capacity units and price per record for each path a key can take, and how the record and
+its write units grow with the stored result up to the cap (``work.py`` measures them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from proof.bench import work
+from proof.bench.page import ENGINE_TITLE, Page, Rows, pyplot, verdict
+
+
+def goal_rows(paths: dict[str, Any]) -> Rows:
+    """``once``'s DynamoDB calls per key on each path, against the protocol's count."""
+    rows: Rows = []
+    once = paths["once"]
+    for path, goal in (("new", 2), ("duplicate", 1), ("in-batch duplicate", 0)):
+        calls = once[path]["calls"]
+        rows.append(
+            [
+                f"DynamoDB calls per {path} key",
+                f"{calls:g}",
+                "",
+                f"{goal}",
+                verdict(calls <= goal),
+            ]
+        )
+    return rows
+
+
+def work_rows(paths: dict[str, Any]) -> Rows:
+    rows = []
+    for consumer, per_path in paths.items():
+        for path in work.PATHS:
+            row = per_path[path]
+            ops = ", ".join(f"{op} {n:g}" for op, n in sorted(row["operations"].items()) if n)
+            rows.append(
+                [
+                    consumer,
+                    path,
+                    f"{row['calls']:g}",
+                    ops or "-",
+                    f"{row['wru_reported']:g}",
+                    f"{row['wru_refused']:g}",
+                    f"{row['rru_reported']:g}",
+                    f"{work.cost_per_million(row):.3f}",
+                ]
+            )
+    return rows
+
+
+WORK_HEADER = [
+    "consumer",
+    "path",
+    "calls / record",
+    "operations",
+    "WRU reported",
+    "WRU refused (computed)",
+    "RRU",
+    "USD per million",
+]
+
+
+def cap_rows(sizes: dict[str, Any]) -> Rows:
+    return [
+        [
+            f"{r['result_bytes']:,}",
+            f"{r['stored_result_bytes']:,}",
+            f"{r['record_bytes']:,}",
+            f"{r['wru_new']:g}",
+            f"{r['wru_duplicate']:g}",
+            f"{(r['wru_new']) * work.PRICE_WRU:.2f}",
+        ]
+        for r in sizes["capped"]
+    ]
+
+
+def plot(paths: dict[str, Any], path: Path) -> None:
+    """DynamoDB calls per record on each path, one bar per consumer."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    width = 0.8 / len(paths)
+    for i, (consumer, per_path) in enumerate(paths.items()):
+        xs = [p + i * width for p in range(len(work.PATHS))]
+        ax.bar(xs, [per_path[p]["calls"] for p in work.PATHS], width, label=consumer)
+    ax.set_xticks([p + width * (len(paths) - 1) / 2 for p in range(len(work.PATHS))], work.PATHS)
+    ax.set(ylabel="DynamoDB calls per record", title="DynamoDB calls per record, by path")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def section(page: Page, run: dict[str, Any], docs: Path) -> None:
+    """The section from the engine ``run`` that measured the paths, with ``perf_work.png``."""
+    page.text(f"""
+## DynamoDB work per record
+
+On {ENGINE_TITLE[run["engine"]]}, which reports consumed capacity. Calls are requests
+on the wire (an SDK retry would count). Prices: {work.PRICE_NOTE}. USD per million is
+DynamoDB request units only (no Lambda, no SQS: `once` also sends a conflicting message to
+the DLQ, one SQS request, when a DLQ is configured; with none here it reports it failed).
+""")
+    page.table(
+        "DynamoDB work per record, by path",
+        WORK_HEADER,
+        work_rows(run["paths"]),
+        note="An in-batch duplicate costs what a batch with the copy costs more "
+        "than one without it. Busy: another delivery holds the key inside its "
+        "business code. Conflict: a completed key, another payload; the naive "
+        "pattern has no payload check and acknowledges it as a duplicate.",
+    )
+    plot(run["paths"], docs / "perf_work.png")
+    page.image("perf_work.png", "DynamoDB calls per record by path")
+    sizes = run["record_sizes"]
+    typical = ", ".join(f"{k} {v} B" for k, v in sizes["typical"].items())
+    page.text(f"""
+### Record size and the result cap
+
+A COMPLETED record for a small ledger-shaped result takes: {typical}. `once` stores the
+business result as JSON up to 64 KiB (`RESULT_CAP_BYTES`); over the cap it stores only the
+size and sha256, so the record falls back to a few hundred bytes. Under the cap the record
+grows with the result, and so do the write units of the complete **and of every later
+duplicate**, because a refused conditional write is billed the size of the item it refused.
+""")
+    page.table(
+        "once: record size and write units against result size",
+        [
+            "result bytes",
+            "stored result bytes",
+            "record bytes",
+            "WRU new (claim+complete)",
+            "WRU per duplicate",
+            "USD per million new",
+        ],
+        cap_rows(sizes),
+    )

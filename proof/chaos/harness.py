@@ -1,0 +1,643 @@
+"""The fault-injection harness: the same seeded workload and faults against each consumer.
+
+For each consumer under test it makes fresh queues (on moto's server; FIFO queues with the
+account as message group when asked) and tables (on DynamoDB Local by default), starts
+worker processes (``worker.py``), produces the workload in two waves with a DLQ redrive
+between them, opens DynamoDB outage windows, respawns killed workers, sweeps expired
+records as DynamoDB's TTL would, waits for the queue to drain, and checks the invariants
+(``invariants.py``) on the recorded history and the final state.
+
+Every enabled fault is injected at least once in every run, by construction rather than by
+luck or by the clock: the faults drawn at a rate fire on the run's first chance too
+(``faults.Dice``), an outage window opens on a DynamoDB call (``OutageWindows``), and with
+a short retention the first wave lasts until a sweep has deleted a record (``_SweepOwed``).
+
+A worker that dies of anything but a kill (its probe's, or its function timeout's) is a
+failure of the harness, not of the consumer: the run stops with ``HarnessFailed``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import random
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from oncecli import redrive
+from oncecli.aws import create_queue_with_dlq, create_table, local_client, queue_depth
+from proof import example
+from proof.chaos import invariants, retrytimes, twohop
+from proof.chaos.faults import owe
+from proof.chaos.probe import History
+from proof.chaos.traffic import HID, Send, Workload, build, harness_id
+from proof.chaos.worker import WorkerSpec, run
+from proof.errors import HarnessFailed
+from proof.ledger import read_ledger
+
+IMPLEMENTATIONS = ("once", "once-nobackoff", "powertools", "naive")
+#: A Lambda function timeout short enough for leases to run out within a run.
+TIMEOUT_S = 3.0
+VISIBILITY_S = 5
+MAX_RECEIVE = 5
+PAUSE_S = 6.0  # longer than once's lease (timeout + 1 s margin) and Powertools' (timeout)
+#: A pause after once's claim lasts until the record is claimed anew, this long at most.
+PAUSE_MAX_S = 12.0
+MAX_SKEW_S = 0.4  # within once's 1 s lease margin
+BACKLOG = 300  # messages kept in the queue while the producer feeds it
+TTL_ATTRIBUTES = {
+    "once": "expires_at",
+    "once-nobackoff": "expires_at",
+    "once-unfenced": "expires_at",
+    "powertools": "expiration",
+    "naive": "expires_at",
+    "naive-unordered": "expires_at",
+    "once-atomic": "expires_at",
+    "powertools-two-hop": "expiration",
+}
+#: How long a DynamoDB outage window stays open.
+OUTAGE_S = 3.0
+#: How often the harness sweeps expired records, as DynamoDB's TTL would.
+SWEEP_S = 2.0
+DEFAULT_RATES = {
+    "kill_after_claim": 0.004,
+    "kill_after_effect": 0.004,
+    "kill_before_finalize": 0.004,
+    "pause": 0.003,
+    "throttle": 0.03,
+    "lost_response": 0.03,
+    "outage": 0.005,  # windows armed per second of run, each opened by a DynamoDB call
+    "delete_failed": 0.005,
+    "short_visibility": 0.005,
+    # The outbox's (two-hop consumers only): a kill between its sends and its clear, a send
+    # refused, a send applied with its answer lost (the message then sent twice).
+    "kill_before_clear": 0.004,
+    "send_failed": 0.005,
+    "send_duplicated": 0.01,
+}
+
+
+@dataclass
+class Run:
+    """One consumer's run: what was injected and what the invariants found."""
+
+    impl: str
+    deliveries: int = 0
+    executions: int = 0
+    unique_executed: int = 0
+    lost: int = 0
+    violations: dict[str, int] = field(default_factory=dict)
+    faults: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    #: once only: time from a BUSY or failed delivery to the message done (``retrytimes``).
+    to_completion: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The two-hop workload's hop 2 (``twohop.py``): its deliveries, business executions,
+    #: notifications acknowledged, left in its DLQ, and redriven mid-run (empty: one hop).
+    notifications: dict[str, int] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "deliveries": self.deliveries,
+            "executions": self.executions,
+            "extra_executions": self.executions - self.unique_executed,
+            "lost": self.lost,
+            "violations": self.violations,
+            "faults": self.faults,
+            "seconds": round(self.seconds, 1),
+            "to_completion": self.to_completion,
+            **({"notifications": self.notifications} if self.notifications else {}),
+        }
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    sqs: str
+    dynamodb: str
+
+
+def _clients(endpoints: Endpoints) -> tuple[Any, Any]:
+    """Clients of the local engines."""
+    return local_client("sqs", endpoints.sqs), local_client("dynamodb", endpoints.dynamodb)
+
+
+def _make_resources(
+    impl: str, tag: str, endpoints: Endpoints, *, fifo: bool
+) -> tuple[str, str, dict, tuple[str, str]]:
+    """The queue and its DLQ, the tables, and for a two-hop consumer the notifications
+    queue and its DLQ (standard queues, whatever the source's kind; else ``("", "")``)."""
+    sqs, ddb = _clients(endpoints)
+    queue, dlq = create_queue_with_dlq(
+        sqs, tag, visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE, fifo=fifo
+    )
+    notify = ("", "")
+    if impl in twohop.IMPLEMENTATIONS:
+        notify = create_queue_with_dlq(
+            sqs, f"{tag}-notify", visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE
+        )
+    tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
+    for name in tables.values():
+        create_table(ddb, name)
+    # No TTL on the table: the harness is its one sweeper (``_ttl_sweep``, conditional, as
+    # DynamoDB's is), counted in the run's figures. DynamoDB Local runs a TTL of its own
+    # (expired items vanish within seconds) whose deletes the harness could neither count
+    # nor hold to that condition.
+    return queue, dlq, tables, notify
+
+
+def _send(sqs: Any, queue: str, sends: list[Send], *, fifo: bool) -> None:
+    for start in range(0, len(sends), 10):
+        chunk = sends[start : start + 10]
+        entries = []
+        for i, send in enumerate(chunk):
+            entry: dict[str, Any] = {
+                "Id": str(i),
+                "MessageBody": send.body,
+                "MessageAttributes": {HID: {"DataType": "String", "StringValue": send.hid}},
+            }
+            if fifo:
+                # Every send is its own message, duplicates included: SQS must deliver them.
+                entry |= {"MessageGroupId": send.group, "MessageDeduplicationId": send.hid}
+            entries.append(entry)
+        refused = sqs.send_message_batch(QueueUrl=queue, Entries=entries).get("Failed", [])
+        if refused:
+            raise HarnessFailed(
+                f"the queue refused {len(refused)} of the harness's own sends "
+                f"({refused[0].get('Code')}: {refused[0].get('Message')})"
+            )
+
+
+def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
+    """Delete what DynamoDB's TTL would: items whose TTL attribute is in the past.
+
+    Each delete is conditional on the item being past its TTL still, as DynamoDB's own TTL
+    deletes are: between the scan and the delete a consumer may claim the expired record
+    again, and an unconditional delete would then remove a live lease, letting a second
+    owner in that no consumer caused."""
+    now = {":now": {"N": str(int(time.time()))}}
+    names = {"#t": attribute}
+    swept = 0
+    for page in ddb.get_paginator("scan").paginate(
+        TableName=table,
+        FilterExpression="#t < :now",
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues=now,
+    ):
+        for item in page["Items"]:
+            try:
+                ddb.delete_item(
+                    TableName=table,
+                    Key={"id": item["id"]},
+                    ConditionExpression="#t < :now",
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=now,
+                )
+            except ddb.exceptions.ConditionalCheckFailedException:
+                continue  # written again since the scan: live, not swept
+            swept += 1
+    return swept
+
+
+class _SweepOwed:
+    """With a retention shorter than a run (``--retention-s``), the first wave is not over
+    until a TTL sweep has deleted a record, so that the second wave's repeats meet expired
+    and swept records.
+
+    Why: records expire by the clock, so a run that drains its first wave within the
+    retention (a fast machine, a small workload) would otherwise sweep nothing, or nothing
+    before the repeats. Every record was written before the wave drained, so each has
+    expired ``retention_s`` (+ skew, + 1 s of rounding) after that, and a sweep then
+    deletes it; if it deletes nothing from a table that holds items, the engine is broken
+    (``HarnessFailed``)."""
+
+    def __init__(
+        self, retention_s: int | None, sweep: Callable[[], int], holds_items: Callable[[], bool]
+    ) -> None:
+        self._retention_s = retention_s
+        self._sweep = sweep
+        self._holds_items = holds_items
+        self._deadline: float | None = None
+
+    def drained(self) -> None:
+        if self._retention_s is not None and self._deadline is None:
+            self._deadline = time.monotonic() + self._retention_s + MAX_SKEW_S + 1
+
+    def waits(self, swept: int) -> bool:
+        """Whether the wave must go on: no sweep has deleted a record yet."""
+        if self._retention_s is None or swept:
+            return False
+        if self._deadline is None or time.monotonic() < self._deadline:
+            return True
+        if self._sweep() or not self._holds_items():
+            return False  # swept now; or nothing was ever written, so nothing to sweep
+        raise HarnessFailed(
+            f"no record was swept although every record of the run is past its "
+            f"{self._retention_s} s retention: the DynamoDB engine's scan does not see the "
+            "expiry times the consumer wrote"
+        )
+
+
+def _holds_items(ddb: Any, table: str) -> bool:
+    return bool(ddb.scan(TableName=table, Select="COUNT", Limit=1)["Count"])
+
+
+def _hids(messages: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> list[str]:
+    """The harness ids the messages carry (a message without one is none of the run's)."""
+    return [hid for hid in map(harness_id, messages) if hid is not None]
+
+
+def _drain_dlq(
+    sqs: Any, dlq: str, ids: Callable[[dict[str, Any]], str | None] = harness_id
+) -> set[str]:
+    """The harness ids (or other ``ids``) the DLQ holds at the end, deleted as they are read
+    (a FIFO queue hands out no more of a group while its messages are in flight)."""
+    hids: set[str] = set()
+    while True:
+        messages = sqs.receive_message(
+            QueueUrl=dlq,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=600,
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            return hids
+        hids |= {found for found in map(ids, messages) if found is not None}
+        sqs.delete_message_batch(
+            QueueUrl=dlq,
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
+        )
+
+
+class OutageWindows:
+    """DynamoDB outage windows for every worker at once: while the flag file exists, each
+    worker's DynamoDB calls fail (``faults.Injector.outage``).
+
+    The windows are scheduled against the traffic, not the clock. The harness arms a
+    window (makes the ``armed`` file), and the first DynamoDB call any worker makes after
+    that takes it, opens the window and is refused itself; the window stays open
+    ``OUTAGE_S`` from then. The first is armed before the workers start, so the run's first
+    DynamoDB call opens it; each next one is armed a random half to one and a half times
+    ``1 / rate`` after the one before opened, so a busy run has about ``rate`` windows per
+    second.
+
+    Why: a window opened by the clock may fall in a stretch where nobody calls DynamoDB
+    (the tail of a run, with every message left waiting out its backoff) and inject
+    nothing, however long the run. A window opened by a call refuses that call, so every
+    run that calls DynamoDB at all has a window and a refused call, on any machine."""
+
+    def __init__(self, flag: Path, armed: Path, rate: float, rng: random.Random) -> None:
+        self._flag = flag
+        self._armed = armed
+        self._rate = rate
+        self._rng = rng
+        self._arms_at: float | None = None
+        #: Windows opened and closed.
+        self.opened = 0
+        if rate:
+            self._armed.touch()
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self._flag.exists():
+            opened_at = float(self._flag.read_text())
+            if now >= opened_at + OUTAGE_S:
+                self._close()
+                self._arms_at = opened_at + self._rng.uniform(0.5, 1.5) / self._rate
+            return
+        if self._arms_at is not None and now >= self._arms_at:
+            self._armed.touch()
+            self._arms_at = None
+
+    def _close(self) -> None:
+        # Only the harness removes the flag: each window is closed, and counted, once.
+        try:
+            self._flag.unlink()
+        except FileNotFoundError:
+            return
+        self.opened += 1
+
+    def close(self) -> None:
+        """The run is over: disarm, and close the window open now, if one is."""
+        self._armed.unlink(missing_ok=True)
+        self._close()
+
+
+class Supervisor:
+    """Runs one consumer's workers and keeps them alive while the workload drains."""
+
+    def __init__(self, specs: list[WorkerSpec]) -> None:
+        self._specs = specs
+        self._ctx = multiprocessing.get_context("spawn")
+        self._procs: dict[str, multiprocessing.process.BaseProcess] = {}
+        self.respawns = 0
+
+    def start(self) -> None:
+        for spec in self._specs:
+            self._spawn(spec)
+
+    def _spawn(self, spec: WorkerSpec) -> None:
+        proc = self._ctx.Process(target=run, args=(spec,), daemon=True)
+        proc.start()
+        self._procs[spec.worker] = proc
+
+    def tend(self) -> None:
+        """Respawn every worker that was killed (by its probe or its function timeout);
+        one that died any other way stops the run: that is the harness failing."""
+        for spec in self._specs:
+            proc = self._procs[spec.worker]
+            if proc.is_alive():
+                continue
+            if proc.exitcode != -signal.SIGKILL:
+                raise HarnessFailed(
+                    f"chaos worker {spec.worker} ({spec.impl}) exited with code "
+                    f"{proc.exitcode}, not by an injected kill; its traceback, if any, is "
+                    "above. The run's figures would be meaningless, so it stops here."
+                )
+            self.respawns += 1
+            self._spawn(spec)
+
+    def stop(self) -> None:
+        for proc in self._procs.values():
+            if proc.pid and proc.is_alive():
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.kill()
+            proc.join(5)
+
+
+def run_consumer(
+    impl: str,
+    work: Workload,
+    *,
+    seed: int,
+    endpoints: Endpoints,
+    workers: int,
+    rates: dict[str, float],
+    workdir: Path,
+    progress: Callable[[str, float], None],
+    fifo: bool = False,
+    retention_s: int | None = None,
+) -> Run:
+    """One consumer under the full workload and fault plan; returns its checked run."""
+    # The workers run the example's handler from the checkout; they inherit this sys.path.
+    example.require()
+    started = time.monotonic()
+    tag = f"chaos-{impl}-{seed}-{random.Random().randrange(10**6)}"
+    queue, dlq, tables, (notify, notify_dlq) = _make_resources(impl, tag, endpoints, fifo=fifo)
+    history_path = workdir / f"{tag}.jsonl"
+    outage_flag = workdir / f"{tag}.outage"
+    outage_armed = workdir / f"{tag}.outage-armed"
+    owed = workdir / f"{tag}.owed"
+    rng = random.Random(seed)
+    specs = [
+        WorkerSpec(
+            impl=impl,
+            worker=f"w{i}",
+            seed=seed,
+            sqs_endpoint=endpoints.sqs,
+            dynamodb_endpoint=endpoints.dynamodb,
+            queue_url=queue,
+            dlq_url=dlq,
+            tables=tables,
+            history_path=str(history_path),
+            rates=rates,
+            skew_s=rng.uniform(-MAX_SKEW_S, MAX_SKEW_S) if rates.get("skew", 1) else 0.0,
+            pause_s=PAUSE_S,
+            pause_max_s=PAUSE_MAX_S,
+            timeout_s=TIMEOUT_S,
+            batch_size=10,
+            fifo=fifo,
+            visibility_s=VISIBILITY_S,
+            retention_s=retention_s,
+            outage_flag=str(outage_flag),
+            outage_armed=str(outage_armed),
+            owed=str(owed),
+            notify_url=notify,
+            notify_dlq_url=notify_dlq,
+        )
+        for i in range(workers)
+    ]
+    sqs, ddb = _clients(endpoints)
+    # Owed and armed before any worker runs: the first events of the run may take them.
+    owed_files = owe(str(owed), rates)
+    outages = OutageWindows(
+        outage_flag, outage_armed, rates.get("outage", 0.0), random.Random(f"{seed}-outage")
+    )
+    supervisor = Supervisor(specs)
+    supervisor.start()
+    harness_events = History(str(history_path), "harness")
+    extra = {"redriven": 0, "ttl_swept": 0, "respawns": 0, "outage_windows": 0}
+    notify_redriven = 0
+
+    def sweep() -> int:
+        swept = _ttl_sweep(ddb, tables["idempotency"], TTL_ATTRIBUTES[impl])
+        extra["ttl_swept"] += swept
+        return swept
+
+    try:
+        for wave in (0, 1):
+            pending = [s for s in work.sends if s.wave == wave]
+            quiet = 0
+            last_sweep = time.monotonic()
+            # Only the first wave waits for a sweep: the second's repeats are to meet it.
+            owed_sweep = _SweepOwed(
+                retention_s if wave == 0 and rates.get("ttl_sweep", 1) else None,
+                sweep,
+                lambda: _holds_items(ddb, tables["idempotency"]),
+            )
+            while pending or quiet < 3 or owed_sweep.waits(extra["ttl_swept"]):
+                depth = queue_depth(sqs, queue).total
+                if notify:
+                    depth += queue_depth(sqs, notify).total
+                if pending and depth < BACKLOG:
+                    # Feed the queue as it drains: moto's receive slows with a deep queue.
+                    _send(sqs, queue, pending[:100], fifo=fifo)
+                    pending = pending[100:]
+                else:
+                    time.sleep(0.5)
+                outages.tick()
+                supervisor.tend()
+                if time.monotonic() - last_sweep > SWEEP_S and rates.get("ttl_sweep", 1):
+                    sweep()
+                    last_sweep = time.monotonic()
+                quiet = quiet + 1 if depth == 0 and not pending else 0
+                if quiet >= 3:
+                    owed_sweep.drained()
+                later = sum(1 for s in work.sends if s.wave > wave)
+                progress(impl, 1 - (depth + len(pending) + later) / len(work.sends))
+            if wave == 0 and rates.get("redrive", 1):
+                # the redriven messages drain with the second wave
+                # Timed before the move: a moved message may be delivered before it ends.
+                redriven_at = time.monotonic_ns()
+                moved = redrive.move(sqs, dlq, queue)
+                harness_events.add("redrive", t=redriven_at, hids=_hids(moved.messages))
+                extra["redriven"] = moved.moved
+                if notify:
+                    notify_redriven = redrive.move(sqs, notify_dlq, notify).moved
+    except (BotoCoreError, ClientError) as error:
+        raise HarnessFailed(
+            f"the harness's own call to a local engine failed while running {impl}: {error}. "
+            "The engines were still starting, were killed, or are starved of CPU; run again "
+            "on a quieter machine, with --keep-history to keep the events so far."
+        ) from error
+    finally:
+        # Workers first: none can open a window after the last one is closed.
+        supervisor.stop()
+        outages.close()
+        for path in owed_files:
+            path.unlink(missing_ok=True)
+    extra["respawns"] = supervisor.respawns
+    extra["outage_windows"] = outages.opened
+    history = [json.loads(line) for line in history_path.read_text().splitlines() if line]
+    final = _final_state(work, sqs, ddb, dlq, tables)
+    two_hop = None
+    if notify:
+        two_hop = twohop.read_state(
+            ddb, tables["ledger"], tables["idempotency"], _once_prefix(impl)
+        )
+        two_hop.notify_dlq = _drain_dlq(sqs, notify_dlq, twohop.notification_id)
+        two_hop.notify_left = queue_depth(sqs, notify).total
+        two_hop.parked = {final.keys[h] for h in final.in_dlq if h in final.keys}
+    # Beside the history, what the run left behind: the two together are the evidence.
+    (workdir / f"{tag}.final.json").write_text(
+        json.dumps(
+            {
+                **dataclasses.asdict(final),
+                **({"two_hop": dataclasses.asdict(two_hop)} if two_hop else {}),
+            },
+            default=sorted,
+            indent=1,
+        )
+    )
+    result = Run(impl=impl, seconds=time.monotonic() - started)
+    result.deliveries = sum(e["count"] for e in history if e["e"] == "deliver")
+    poison = {s.key for s in work.sends if s.kind == "poison"}
+    execs = [e for e in history if e["e"] == "exec" and e["key"] not in poison]
+    result.executions = len(execs)
+    result.unique_executed = len({e["key"] for e in execs})
+    result.violations = invariants.check(
+        history,
+        final,
+        skew_ms=2 * MAX_SKEW_S * 1000,
+        retention_s=retention_s,
+        longest_run_s=TIMEOUT_S + PAUSE_MAX_S,
+    )
+    if two_hop is not None:
+        result.violations |= invariants.check_two_hop(two_hop, retention_s=retention_s)
+        result.notifications = {
+            "deliveries": sum(e["count"] for e in history if e["e"] == "deliver2"),
+            "executions": sum(1 for e in history if e["e"] == "exec2"),
+            "acknowledged": sum(1 for e in history if e["e"] == "ack2"),
+            "in_dlq": len(two_hop.notify_dlq),
+            # payments parked in hop 1's DLQ whose record still owes its notification
+            "owed_in_source_dlq": len(two_hop.parked & two_hop.owing_payments()),
+            "redriven": notify_redriven,
+        }
+    result.lost = result.violations["lost"]
+    if result.lost:
+        # A lost message no worker ever received is the queue engine's loss, not the
+        # consumer's: said beside the count, which stays as it is.
+        delivered = {hid for e in history if e["e"] == "deliver" for hid in e.get("hids", [])}
+        extra["lost_never_delivered"] = len(invariants.lost_hids(history, final) - delivered)
+    faults: dict[str, int] = {}
+    for e in history:
+        if e["e"] == "fault":
+            faults[e["kind"]] = faults.get(e["kind"], 0) + 1
+        elif e["e"] == "outbox":  # once's owed and owed_sent outcomes (two-hop only)
+            faults[f"outcome_{e['kind']}"] = faults.get(f"outcome_{e['kind']}", 0) + 1
+    if impl.startswith("once"):
+        result.to_completion = _to_completion(history)
+    result.faults = faults | extra | {f"workload_{k}": v for k, v in work.counts().items()}
+    return result
+
+
+def _once_prefix(impl: str) -> str | None:
+    """once's hop-1 record key prefix (the example's service name); None for a peer."""
+    if not impl.startswith("once"):
+        return None
+    from payments import SERVICE_NAME
+
+    return str(SERVICE_NAME)
+
+
+def _to_completion(history: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """From each message's first BUSY/failed delivery to its ack (once's outcomes only)."""
+    marks = [
+        retrytimes.Mark(e["hid"], e["t"] / 1e9, e["kind"] if e["e"] == "retry" else retrytimes.DONE)
+        for e in history
+        if e["e"] in ("retry", "ack") and e.get("hid")
+    ]
+    return retrytimes.summarize(marks)
+
+
+def _final_state(
+    work: Workload, sqs: Any, ddb: Any, dlq: str, tables: dict[str, str]
+) -> invariants.FinalState:
+    ledger = read_ledger(ddb, tables["ledger"])
+    fifo = dlq.endswith(".fifo")
+    return invariants.FinalState(
+        sent={s.hid for s in work.sends},
+        in_dlq=_drain_dlq(sqs, dlq),
+        poison={s.hid for s in work.sends if s.kind == "poison"},
+        payments=work.payments,
+        hid_keys={s.hid: s.key for s in work.sends if s.kind != "poison"},
+        ledger_entries={
+            key: {"account": account, "amount": amount}
+            for key, (account, amount) in ledger.entries.items()
+        },
+        balances=ledger.balances,
+        keys={s.hid: s.key for s in work.sends},
+        groups=work.groups() if fifo else {},
+    )
+
+
+def chaos(
+    deliveries: int,
+    seed: int,
+    endpoints: Endpoints,
+    *,
+    workers: int = 4,
+    implementations: tuple[str, ...] = IMPLEMENTATIONS,
+    rates: dict[str, float] | None = None,
+    progress: Callable[[str, float], None] = lambda impl, done: None,
+    history_dir: Path | None = None,
+    fifo: bool = False,
+    retention_s: int | None = None,
+) -> list[Run]:
+    """Every consumer, one after the other, under the same workload and fault plan.
+
+    ``fifo``: FIFO queues, message group = account. ``retention_s``: records kept that
+    long (swept as DynamoDB's TTL does) instead of each consumer's default.
+    Each consumer's history is a JSON-lines file; it is kept in ``history_dir`` if given
+    (to read the events behind a violation), and deleted with the run otherwise.
+    """
+    # Redeliveries add about a third on top of the messages sent.
+    work = build(max(20, int(deliveries / 1.3)), seed)
+    plan = DEFAULT_RATES | (rates or {})
+    with tempfile.TemporaryDirectory(prefix="once-chaos-") as tmp:
+        workdir = (history_dir or Path(tmp)).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        return [
+            run_consumer(
+                impl,
+                work,
+                seed=seed,
+                endpoints=endpoints,
+                workers=workers,
+                rates=plan,
+                workdir=workdir,
+                progress=progress,
+                fifo=fifo,
+                retention_s=retention_s,
+            )
+            for impl in implementations
+        ]
