@@ -87,6 +87,24 @@ class _Item:
     bad: BadMessage | None
 
 
+@dataclass(frozen=True)
+class _Attempt:
+    """One record's way from its claim to its commit: what was claimed, what business code
+    staged, and how it ends if every step goes through (``done``: PROCESSED, the claim's
+    fence). Each step of that way (run, complete, commit, fail, quarantine) takes the
+    attempt and what it decided, so that it reads as a row of the design's tables; a step
+    that changes how it ends passes on a copy (``dataclasses.replace``). Business code is
+    handed its own view of it, ``once.models.Attempt``."""
+
+    record: SQSRecord
+    parsed: Parsed
+    record_id: str  # the record's ``id`` in the table
+    claim: Claimed
+    context: Any  # the Lambda context: the deadline guard's clock
+    effects: Effects  # what business code staged (empty on a quarantined takeover)
+    done: RecordResult
+
+
 class BatchProcessor:
     """Runs one batch: concurrently across keys (or FIFO groups), in order within one."""
 
@@ -284,96 +302,84 @@ class BatchProcessor:
                 claim.record.fence,
                 holder_remaining_ms=claim.holder_remaining_ms,
             )
+        attempt = _Attempt(
+            record,
+            parsed,
+            stored_as,
+            claim,
+            context,
+            Effects(table_name=self._store.table_name, record_id=stored_as),
+            RecordResult(message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover),
+        )
         if self._settings.quarantine_takeovers and must_quarantine_takeover(
             takeover=claim.takeover, previous=claim.previous, review_fence=_review_fence(record)
         ):
-            return self._quarantine_takeover(record, parsed, stored_as, claim, context)
-        return self._execute(record, parsed, stored_as, claim, context)
+            return self._quarantine_takeover(attempt)
+        return self._execute(attempt)
 
-    def _quarantine_takeover(
-        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed, context: Any
-    ) -> RecordResult:
+    def _quarantine_takeover(self, attempt: _Attempt) -> RecordResult:
         """Mark the record FAILED (fenced) with the fence its review must name, then send
         the message to the DLQ with that fence for review: a takeover as ``LEASE_EXPIRED``,
         a copy of a message already under review with that review's reason."""
+        claim = attempt.claim
         review_fence = review_fence_for(
             fence=claim.fence, takeover=claim.takeover, previous=claim.previous
         )
         reason = review_reason(takeover=claim.takeover, previous=claim.previous)
         outcome = Outcome.LEASE_EXPIRED if reason == c.REASON_LEASE_EXPIRED else Outcome.QUARANTINED
-        held = RecordResult(record.message_id, outcome, parsed.key, claim.fence, claim.takeover)
-        written = self._finalize(
-            functools.partial(self._store.fail, review_fence=review_fence),
-            record_id,
-            claim,
-            reason,
-        )
+        fail = functools.partial(self._store.fail, review_fence=review_fence)
+        written = self._finalize(fail, attempt, reason)
         if not written:
-            return _replace(held, _unfinished(written))
+            return _replace(attempt.done, _unfinished(written))
         detail = (
             "an earlier claim expired mid-flight; business code was not run"
             if reason == c.REASON_LEASE_EXPIRED
             else "a copy of a message under review; business code was not run"
         )
         return self._quarantined(
-            record,
-            parsed.key,
+            attempt.record,
+            attempt.parsed.key,
             reason,
             detail,
-            context,
+            attempt.context,
             outcome=outcome,
             fence=claim.fence,
             takeover=claim.takeover,
             review_fence=review_fence,
         )
 
-    def _execute(
-        self, record: SQSRecord, parsed: Parsed, record_id: str, claim: Claimed, context: Any
-    ) -> RecordResult:
+    def _execute(self, attempt: _Attempt) -> RecordResult:
         """Run business code under a claim, then finalize with the fence (committing what it
         staged)."""
-        effects = Effects(table_name=self._store.table_name, record_id=record_id)
-        attempt = Attempt(
-            key=parsed.key,
+        claim = attempt.claim
+        handed = Attempt(
+            key=attempt.parsed.key,
             fence=claim.fence,
-            message_id=record.message_id,
+            message_id=attempt.record.message_id,
             takeover=claim.takeover,
             record=claim.previous,
-            effects=effects,
-        )
-        done = RecordResult(
-            record.message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover
+            effects=attempt.effects,
         )
         try:
-            value = self._process(parsed.body, attempt)
+            value = self._process(attempt.parsed.body, handed)
         except PermanentError as error:
-            if self._finalize(self._store.fail, record_id, claim, describe_error(error)) is False:
-                return _replace(done, Outcome.LEASE_LOST)
+            if self._finalize(self._store.fail, attempt, describe_error(error)) is False:
+                return _replace(attempt.done, Outcome.LEASE_LOST)
             return self._quarantined(
-                record,
-                parsed.key,
+                attempt.record,
+                attempt.parsed.key,
                 c.REASON_PERMANENT_ERROR,
                 describe_error(error),
-                context,
+                attempt.context,
                 fence=claim.fence,
                 takeover=claim.takeover,
             )
         except Exception as error:
-            written = self._finalize(self._store.fail, record_id, claim, describe_error(error))
-            return _replace(done, _unfinished(written), describe_error(error))
-        return self._complete(record, parsed, record_id, claim, value, done, effects, context)
+            written = self._finalize(self._store.fail, attempt, describe_error(error))
+            return _replace(attempt.done, _unfinished(written), describe_error(error))
+        return self._complete(attempt, value)
 
-    def _complete(
-        self,
-        record: SQSRecord,
-        parsed: Parsed,
-        record_id: str,
-        claim: Claimed,
-        value: Any,
-        done: RecordResult,
-        effects: Effects,
-        context: Any,
-    ) -> RecordResult:
+    def _complete(self, attempt: _Attempt, value: Any) -> RecordResult:
         """Business code returned: the record completes, whatever the value, with what it
         staged (``_commit``). Nothing here raises: the result is stored in a safe form when
         it cannot be stored as is (said in a warning), and only the completing write itself
@@ -383,37 +389,29 @@ class BatchProcessor:
             stored = encode_result(value)
         except Exception as error:  # encode_result is total; a bug in it still completes
             stored = StoredResult(stand_in(value), (type_name(value),), _class(error))
-            done = dataclasses.replace(done, internal_error=True)
+            done = dataclasses.replace(attempt.done, internal_error=True)
+            attempt = dataclasses.replace(attempt, done=done)
         if stored.stand_ins:
             log_safely(
                 self._logger,
                 "warning",
                 "result stored in a safe form: what cannot be stored as JSON is stored as "
                 '{"unencodable": "<type>"}',
-                message_id=done.message_id,
-                key=done.key,
+                message_id=attempt.done.message_id,
+                key=attempt.done.key,
                 stand_ins=sorted(set(stored.stand_ins)),
                 error=stored.error,
             )
-        return self._commit(record, parsed, record_id, claim, stored.text, done, effects, context)
+        return self._commit(attempt, stored.text)
 
-    def _commit(
-        self,
-        record: SQSRecord,
-        parsed: Parsed,
-        record_id: str,
-        claim: Claimed,
-        result: str,
-        done: RecordResult,
-        effects: Effects,
-        context: Any,
-    ) -> RecordResult:
+    def _commit(self, attempt: _Attempt, result: str) -> RecordResult:
         """Complete the record with the staged writes (one transaction) and its outbox, then
         send what it owes. Every way the commit can end is judged in ``protocol.py``
         (``after_commit``): done; a lost lease; nothing landed, certainly (a staged write's
         condition, a cause DynamoDB calls lasting, or a passing one past the store's tries),
         which fails the record for a retry under ``"run"`` and for a review under
         ``"quarantine"``; or unknown, which leaves the record to its lease."""
+        effects, done = attempt.effects, attempt.done
         complete = (
             functools.partial(self._store.complete, effects=effects)
             if effects
@@ -421,7 +419,7 @@ class BatchProcessor:
         )
         refused, reason, error = "retry", "", ""
         try:
-            written = self._finalize(complete, record_id, claim, result, reraise=_NOTHING_LANDED)
+            written = self._finalize(complete, attempt, result, reraise=_NOTHING_LANDED)
             verdict = {True: Verdict.MINE, False: Verdict.LEASE_LOST, None: Verdict.UNKNOWN}[
                 written
             ]
@@ -437,48 +435,40 @@ class BatchProcessor:
         if step is Step.LOST:
             return _replace(done, Outcome.LEASE_LOST)
         if step is not Step.DONE:
-            failed = self._not_committed(
-                record, parsed, record_id, claim, done, step, reason, error, context
-            )
+            failed = self._not_committed(attempt, step, reason, error)
             if failed is not None:
                 return failed
         if not effects.messages:
             return done
-        return self._send_owed(record_id, claim.fence, effects.messages, done, context)
+        return self._send_owed(
+            attempt.record_id, attempt.claim.fence, effects.messages, done, attempt.context
+        )
 
     def _not_committed(
-        self,
-        record: SQSRecord,
-        parsed: Parsed,
-        record_id: str,
-        claim: Claimed,
-        done: RecordResult,
-        step: Step,
-        reason: str,
-        error: str,
-        context: Any,
+        self, attempt: _Attempt, step: Step, reason: str, error: str
     ) -> RecordResult | None:
         """The commit certainly landed nothing: fail the record (for review under
         ``"quarantine"``), then quarantine the message where the step says so. The fail is
         fenced, and it is also the check of the commit's own end: a record it finds
         COMPLETED under this claim had its commit land after all (``CommitLanded``), and
         then the answer is None: the record is done, with what it staged."""
+        claim = attempt.claim
         review_fence = claim.fence if step is Step.REVIEW else None
         fail = functools.partial(self._store.fail, review_fence=review_fence)
         try:
-            failed = self._finalize(fail, record_id, claim, error, reraise=(CommitLanded,))
+            failed = self._finalize(fail, attempt, error, reraise=(CommitLanded,))
         except CommitLanded:
             return None
         if not failed or step is Step.RETRY:
             # WRITE_REFUSED is its own metric; a canceled commit says AWS's codes.
             said = reason if reason == c.REASON_WRITE_REFUSED else error
-            return _replace(done, _unfinished(failed), said)
+            return _replace(attempt.done, _unfinished(failed), said)
         return self._quarantined(
-            record,
-            parsed.key,
+            attempt.record,
+            attempt.parsed.key,
             reason,
             error,
-            context,
+            attempt.context,
             fence=claim.fence,
             takeover=claim.takeover,
             review_fence=review_fence,
@@ -531,8 +521,7 @@ class BatchProcessor:
     def _finalize(
         self,
         write: Callable[[str, Claimed, str], bool],
-        record_id: str,
-        claim: Claimed,
+        attempt: _Attempt,
         value: str,
         *,
         reraise: tuple[type[Exception], ...] = (),
@@ -541,7 +530,7 @@ class BatchProcessor:
         record stays IN_PROGRESS until its lease ends and the retry takes over. The errors in
         ``reraise`` are the caller's to handle."""
         try:
-            return write(record_id, claim, value)
+            return write(attempt.record_id, attempt.claim, value)
         except reraise:
             raise
         except Exception as error:
@@ -549,8 +538,8 @@ class BatchProcessor:
                 self._logger,
                 "warning",
                 "finalize failed",
-                record_id=record_id,
-                fence=claim.fence,
+                record_id=attempt.record_id,
+                fence=attempt.claim.fence,
                 error=_class(error),
             )
             return None
