@@ -5,9 +5,14 @@ The environment enters ``moto.mock_aws`` whether or not a mock is already active
 nests its mocks (the backends are reset only when the outermost one starts and stops), so a
 test's own tables and queues live in the same mock as ours and survive both. The handler
 runs with a record store and a quarantine bound by the kit (``Handler.bind``): the real
-ones, on the kit's clock, with the kill switch of the invocation (``crash.py``). Each
-invocation goes through ``Handler.handle``, the seam Lambda's own call goes through, so the
-outcome of each body is the handler's own result, not a reading of its logs. Leaving the
+ones, on the kit's clock, with the kill switch of the invocation (``crash.py``). The handler
+is the one the team ships: the once handler ``make_handler`` made, or a wrapper of it that
+keeps ``__wrapped__`` (``functools.wraps``; Powertools' ``inject_lambda_context``,
+``log_metrics``, ``capture_lambda_handler``). The kit finds the once handler down that chain
+(to bind it, and for its configuration) and invokes the outermost callable with the event
+and a Lambda context, so the team's decorators run as in Lambda. Lambda's call goes through
+``Handler.handle``; the kit records what it returned during the invocation, so the outcome
+of each body is the handler's own result, not a reading of its logs. Leaving the
 environment unbinds every handler it ran, so a module-level handler is whole again for the
 next test.
 """
@@ -19,7 +24,7 @@ import functools
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -59,6 +64,11 @@ DEFAULT_REGION = "us-east-1"
 DEFAULT_TIMEOUT_S = 30
 #: A message attribute a test sets: a String, a Number or Binary.
 AttributeValue = str | int | float | bytes
+#: The Lambda handler as the team ships it: a once ``Handler``, or a wrapper of one that keeps
+#: ``__wrapped__`` (``functools.wraps``, Powertools' decorators).
+LambdaHandler = Callable[[dict[str, Any], Any], Any]
+#: How far ``__wrapped__`` is followed before giving up (a chain that never ends).
+_MAX_WRAPPERS = 1000
 #: Environment variables that would send the clients elsewhere than moto, removed meanwhile;
 #: and every ``AWS_ENDPOINT_URL_<SERVICE>`` set (``_away_from_moto``): business code's SNS,
 #: S3 or any other client must reach the mock too.
@@ -115,7 +125,8 @@ class Delivery:
     results: list[RecordResult | None]
     message_ids: list[str]
     batch_item_failures: list[str]
-    #: The handler's return value for each invocation (None for a killed one).
+    #: The handler's return value for each invocation, as Lambda got it from the handler
+    #: passed (the outermost wrapper), None for a killed one.
     responses: list[dict[str, Any] | None]
     #: The crash point where an invocation died (``"timeout"``: it outlived the function
     #: timeout and Lambda killed it), or None.
@@ -298,7 +309,7 @@ class OnceEnv:
 
     def deliver(
         self,
-        handler: Handler,
+        handler: LambdaHandler,
         bodies: Sequence[dict[str, Any] | str],
         *,
         crash: str | None = None,
@@ -310,12 +321,15 @@ class OnceEnv:
     ) -> Delivery:
         """Deliver ``bodies`` to ``handler`` as SQS would: in one batch (or one invocation
         each with ``same_batch=False``), from a FIFO queue in group ``fifo_group`` if given.
+        ``handler`` is the Lambda handler as shipped: the once handler, or a wrapper of it
+        that keeps ``__wrapped__`` (Powertools' decorators, ``functools.wraps``), invoked as
+        Lambda invokes it, decorators and all.
         ``crash`` kills the first invocation that reaches that point (``crash.py``).
         ``message_attributes``: one mapping for every body, or one per body (a str is a
         String attribute, a number a Number, bytes Binary), as a producer or a redrive
         sets them (``once.reason``, ``once.fence``...)."""
         check_crash_point(crash)
-        _check_handler(handler)
+        _once_handler(handler)
         texts = _texts(bodies)
         if fifo_group is not None and same_batch and len(texts) > c.FIFO_MAX_BATCH_SIZE:
             raise ValueError(
@@ -329,7 +343,7 @@ class OnceEnv:
 
     def deliver_waiting(
         self,
-        handler: Handler,
+        handler: LambdaHandler,
         *,
         fifo: bool = False,
         crash: str | None = None,
@@ -340,9 +354,9 @@ class OnceEnv:
         or what ``once redrive`` moved back from the DLQ, with their message attributes.
         In one batch (from a FIFO queue, batches of at most 10, as Lambda hands them over),
         or one invocation each with ``same_batch=False``. Raises when none is waiting:
-        Lambda never invokes with an empty batch."""
+        Lambda never invokes with an empty batch. ``handler``: as ``deliver`` takes it."""
         check_crash_point(crash)
-        _check_handler(handler)
+        _once_handler(handler)
         queue = self._queue(FIFO_QUEUE_NAME if fifo else QUEUE_NAME)
         messages = queue.receive_waiting()
         if not messages:
@@ -362,7 +376,7 @@ class OnceEnv:
 
     def _deliver(
         self,
-        handler: Handler,
+        handler: LambdaHandler,
         queue: SourceQueue,
         messages: list[Message],
         crash: str | None,
@@ -377,11 +391,11 @@ class OnceEnv:
         killed_at: str | None = None
         receive_counts = [m.receive_count for m in messages]
         for batch in batches:
-            result, killed, gone = self._invoke(handler, queue, batch, crash)
+            invocation, killed, gone = self._invoke(handler, queue, batch, crash)
             if killed is not None:
                 crash, killed_at = None, killed  # one kill per delivery
-            results += result.records if result is not None else [None] * len(batch)
-            response = result.response if result is not None else None
+            results += invocation.result.records if invocation is not None else [None] * len(batch)
+            response = invocation.response if invocation is not None else None
             responses.append(response)
             failures += _failed_ids(response)
             moved += gone
@@ -402,23 +416,40 @@ class OnceEnv:
         )
 
     def _invoke(
-        self, handler: Handler, queue: SourceQueue, batch: list[Message], crash: str | None
-    ) -> tuple[BatchResult | None, str | None, list[str]]:
-        """One invocation: its result (the handler's ``handle``), or the point where it was
-        killed; and the messages SQS moved to the DLQ after it."""
-        binding = self._bind(handler, crash)
+        self, handler: LambdaHandler, queue: SourceQueue, batch: list[Message], crash: str | None
+    ) -> tuple[_Invocation | None, str | None, list[str]]:
+        """One invocation: its result (the once handler's ``handle``, and what the handler
+        as shipped returned to Lambda), or the point where it was killed; and the messages
+        SQS moved to the DLQ after it."""
+        once = _once_handler(handler)
+        binding = self._bind(once, crash)
         event = {"Records": [queue.record(m) for m in batch]}
         context = LambdaContext(
             self.clock, timeout_s=self.timeout_s, function_arn=self._function_arn
         )
         binding.switch.die_at(context.deadline_s, self.clock)
         try:
-            with self.role.enforced() if self.role is not None else contextlib.nullcontext():
-                result = handler.handle(event, context)
+            with (
+                self.role.enforced() if self.role is not None else contextlib.nullcontext(),
+                _recording(once) as handled,
+            ):
+                try:
+                    response = handler(event, context)
+                except BaseException:
+                    if binding.switch.killed_at is not None:
+                        # Killed inside, and a wrapper's own cleanup (a finally: Powertools'
+                        # log_metrics flushing, raise_on_empty_metrics) raised on the way
+                        # out: in Lambda nothing of it would have run. The kill is the news.
+                        raise InvocationKilled(binding.switch.killed_at) from None
+                    raise
             if binding.switch.past_deadline():
                 # It returned, but after its deadline: Lambda had killed it, and its batch
                 # response was never returned.
                 raise InvocationKilled(TIMEOUT)
+            if binding.switch.killed_at is not None:
+                # A wrapper swallowed the kill: the invocation was dead all the same.
+                raise InvocationKilled(binding.switch.killed_at)
+            result = _only(handled, handler)
         except InvocationKilled:
             if not binding.switch.wait_for_the_dead(self.timeout_s):
                 raise RuntimeError(
@@ -430,7 +461,7 @@ class OnceEnv:
         moved = queue.settle(
             batch, {r.message_id for r in result.records if r.outcome.acknowledged}
         )
-        return result, None, [m.message_id for m in moved]
+        return _Invocation(result, response), None, [m.message_id for m in moved]
 
     def _bind(self, handler: Handler, crash: str | None) -> _Binding:
         """The handler's store and quarantine for the next invocation: the ones already
@@ -490,11 +521,11 @@ class OnceEnv:
             # The claim condition is lease_expires_at < now_ms: one whole millisecond past.
             self.clock.advance_to((latest + 2) / 1000)
 
-    def record(self, key: str | int, *, handler: Handler | None = None) -> Record | None:
+    def record(self, key: str | int, *, handler: LambdaHandler | None = None) -> Record | None:
         """The stored record of a business key (as stored: ``is_live`` tells whether the
-        protocol still sees it). ``handler`` names the key prefix and table when the test
-        delivered to handlers of several services."""
-        table, prefix = self._naming(handler)
+        protocol still sees it). ``handler`` (as ``deliver`` takes it) names the key prefix
+        and table when the test delivered to handlers of several services."""
+        table, prefix = self._naming(None if handler is None else _once_handler(handler))
         return RecordStore(self.dynamodb, table, clock=self.clock).get(record_id(prefix, str(key)))
 
     def dlq_messages(self) -> list[Quarantined]:
@@ -633,11 +664,97 @@ def _configuration(handler: Handler) -> tuple[str, str, str | None, int]:
     return table, prefix, dlq_url, retention_s
 
 
-def _check_handler(handler: Any) -> None:
-    if not isinstance(handler, Handler):
-        raise TypeError(
-            f"deliver takes the handler made by once.make_handler, not {type(handler)!r}"
+def _once_handler(given: object) -> Handler:
+    """The once handler in what the test passed: itself, or the one found by following
+    ``__wrapped__`` down its wrappers; a clear error when there is none."""
+    chain: list[object] = []
+    current = given
+    while not isinstance(current, Handler):
+        chain.append(current)
+        try:
+            following = current.__wrapped__  # type: ignore[attr-defined]
+        except Exception:  # AttributeError, or whatever an odd object's __getattr__ raises
+            following = None
+        if (
+            following is None
+            or len(chain) >= _MAX_WRAPPERS
+            or any(following is seen for seen in chain)
+        ):
+            raise TypeError(
+                "deliver takes the handler made by once.make_handler, as you ship it: that "
+                "handler, or a wrapper of it that keeps __wrapped__ (functools.wraps does; so "
+                "do Powertools' Logger.inject_lambda_context, Metrics.log_metrics and "
+                f"Tracer.capture_lambda_handler). It got {_followed(chain)}, with no once "
+                f"handler down its __wrapped__ chain{_hint(given, chain)}"
+            )
+        current = following
+    return current
+
+
+def _hint(given: object, chain: Sequence[object]) -> str:
+    if isinstance(getattr(given, "__self__", None), Handler):
+        return "; pass the handler itself, not one of its methods"
+    if len(chain) == 1 and callable(given):
+        return "; a wrapper of your own: decorate it with @functools.wraps(handler)"
+    return ""
+
+
+def _followed(chain: Sequence[object]) -> str:
+    """What was passed, then what each one wraps: ``function 'app.lambda_handler' -> ...``."""
+    shown = []
+    for item in chain[:5]:
+        name = getattr(item, "__qualname__", None) or getattr(item, "__name__", None)
+        kind = type(item).__name__
+        shown.append(f"{kind} {name!r}" if isinstance(name, str) else f"{kind} {item!r:.80}")
+    if len(chain) > 5:
+        shown.append(f"... ({len(chain) - 5} more)")
+    return " -> ".join(shown)
+
+
+@dataclass(frozen=True)
+class _Invocation:
+    """One invocation that returned: the once handler's ``BatchResult``, and what the
+    handler as shipped returned to Lambda (the once handler's response, unless a wrapper
+    returned another)."""
+
+    result: BatchResult
+    response: Any
+
+
+@contextlib.contextmanager
+def _recording(once: Handler) -> Iterator[list[BatchResult]]:
+    """Meanwhile, every ``BatchResult`` the once handler's ``handle`` returns, whoever
+    calls it: its ``__call__`` (what the wrappers call) or a wrapper that calls ``handle``.
+    An instance attribute shadows the method for the invocation, and is gone after it."""
+    handled: list[BatchResult] = []
+    own = vars(once)
+    had, before = "handle" in own, own.get("handle")
+    handle = once.handle
+
+    def recorded(event: dict[str, Any], context: Any) -> BatchResult:
+        result = handle(event, context)
+        handled.append(result)
+        return result
+
+    own["handle"] = recorded
+    try:
+        yield handled
+    finally:
+        if had:
+            own["handle"] = before
+        else:
+            own.pop("handle", None)
+
+
+def _only(handled: list[BatchResult], handler: object) -> BatchResult:
+    """The one batch the once handler ran in an invocation."""
+    if len(handled) != 1:
+        raise AssertionError(
+            f"the handler passed to deliver ({_followed([handler])}) ran the once handler it "
+            f"wraps {len(handled)} times in one invocation: Lambda's call should run the "
+            "batch through it exactly once"
         )
+    return handled[0]
 
 
 def _per_body(
@@ -678,7 +795,12 @@ def _texts(bodies: Sequence[dict[str, Any] | str]) -> list[str]:
     return texts
 
 
-def _failed_ids(response: dict[str, Any] | None) -> list[str]:
-    if response is None:
+def _failed_ids(response: Any) -> list[str]:
+    """The failures of a partial batch response (a wrapper may have returned another)."""
+    if not isinstance(response, Mapping):
         return []
-    return [f["itemIdentifier"] for f in response.get("batchItemFailures", [])]
+    return [
+        f["itemIdentifier"]
+        for f in response.get("batchItemFailures") or []
+        if isinstance(f, Mapping) and "itemIdentifier" in f
+    ]
