@@ -76,6 +76,9 @@ class Handler:
         backoff: Backoff | None,
     ) -> None:
         self._process = process
+        # A handler function's name, as decorators that wrap a handler read it (Powertools'
+        # Tracer.capture_lambda_handler names its subsegment after ``__name__``).
+        self.__name__ = self.__qualname__ = getattr(process, "__name__", type(process).__name__)
         self._reader = reader
         self._table_name = table_name
         self._dlq_url = dlq_url

@@ -233,8 +233,9 @@ def test_a_handler_wrapped_in_powertools_tracer_is_delivered(
             return real.in_subsegment(name=name, **kwargs)
 
     monkeypatch.setattr(tracer, "provider", Spy())
-    # Tracer names its subsegment after the function it wraps (a once Handler has no
-    # __name__): outermost, as the team stacks it, above log_metrics.
+    # Tracer names its subsegment after the function it wraps, whose name log_metrics
+    # copies from the once handler: its business code's (here a callable Shop).
+    # Outermost, as the team stacks it, above log_metrics.
     lambda_handler = tracer.capture_lambda_handler(
         shop.metrics.log_metrics(make_handler(shop, key="orderId"))
     )
@@ -242,7 +243,7 @@ def test_a_handler_wrapped_in_powertools_tracer_is_delivered(
     delivery = once_env.deliver(lambda_handler, [ORDER])
 
     assert delivery.outcomes == ["processed"]
-    assert traced == ["## decorate"]
+    assert traced == ["## Shop"]
     assert shop.shipped == ["o-1"]
 
 
@@ -341,3 +342,17 @@ def test_a_wrapper_that_never_runs_the_once_handler_fails_the_delivery(once_env)
 
     with pytest.raises(AssertionError, match="0 times in one invocation"):
         once_env.deliver(lambda_handler, [ORDER])
+
+
+def test_tracer_wraps_a_bare_once_handler(once_env, team_powertools, monkeypatch):
+    """Tracer.capture_lambda_handler reads the handler's ``__name__``: a once handler has
+    its business function's."""
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+
+    def credit(body, attempt):
+        return {"ok": True}
+
+    handler = make_handler(credit, key="orderId")
+    assert handler.__name__ == "credit"
+    traced = Tracer(service="team").capture_lambda_handler(handler)
+    assert once_env.deliver(traced, [ORDER]).outcomes == ["processed"]
