@@ -7,8 +7,9 @@ the repository's proof (``proof/``: demo, chaos harness, benchmarks) stands on i
 part of it. Inside, its modules sit on three floors; each imports its own floor and the ones
 below, never one above (``tests/unit/test_layering.py`` holds the list)::
 
-    local cloud  localcloud, and what it stands on: aws (clients, queue reads), errors
-                 (what the command says when it stops), project (the team's CDK app)
+    local cloud  localcloud, and what it stands on: aws (clients, queue reads), consumers
+                 (a stack's consumers, from its outputs), errors (what the command says
+                 when it stops), project (the team's CDK app)
     commands     operate and redrive (work on a stack, local or deployed), and testing:
                  the ``once_cloud`` pytest plugin, the local cloud as ``once status`` reads it
     entry point  cli: the parser and ``guarded`` (a command's exit codes), which the proof's

@@ -25,6 +25,9 @@ STACK_ENV = "ONCE_STACK"
 #: The local cloud's region: what `once up` prints, and what every command given
 #: ``--endpoint-url`` uses unless told otherwise.
 LOCAL_REGION = "us-east-1"
+#: Where ``once up`` serves its endpoint unless ``--port`` says otherwise: fixed, so that a
+#: profile, a script or ``once env``'s exports keep working from one run to the next.
+LOCAL_PORT = 4577
 #: The account moto puts in every ARN.
 LOCAL_ACCOUNT = "123456789012"
 #: Credentials for the local engines (they accept anything, but boto3 wants some).

@@ -21,7 +21,13 @@ from typing import Any
 
 from rich.console import Console
 
-from oncecli.aws import LOCAL_REGION, STACK_ENV
+from oncecli.aws import (
+    LOCAL_ACCESS_KEY_ID,
+    LOCAL_PORT,
+    LOCAL_REGION,
+    LOCAL_SECRET_ACCESS_KEY,
+    STACK_ENV,
+)
 from oncecli.errors import (
     EXIT_SIGNALS,
     CliError,
@@ -87,11 +93,21 @@ def add_local_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _target_args(parser: argparse.ArgumentParser) -> None:
+def _target_args(parser: argparse.ArgumentParser, every_consumer: bool = False) -> None:
     parser.add_argument(
         "--stack",
         help=f"the CloudFormation stack whose outputs name the queues and table (default: "
         f"${STACK_ENV}; with --endpoint-url, the local cloud's one once stack)",
+    )
+    parser.add_argument(
+        "--consumer",
+        metavar="NAME",
+        help="the consumer of the stack, by its construct id, where the stack holds several "
+        + (
+            "(default: every consumer of the stack)"
+            if every_consumer
+            else "(default: the stack's only one; the error lists them)"
+        ),
     )
     parser.add_argument(
         "--endpoint-url",
@@ -144,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes (default and cap: the mapping's maximum concurrency)",
     )
     up.add_argument(
+        "--port",
+        type=int,
+        default=LOCAL_PORT,
+        metavar="N",
+        help="serve the endpoint on 127.0.0.1:N; 0 picks a free port (default: %(default)s)",
+    )
+    up.add_argument(
         "--no-mapping",
         action="store_true",
         help="deploy only: nothing consumes the queue (default: the mapping runs)",
@@ -156,6 +179,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop after S seconds (default: run until Ctrl-C)",
     )
     add_local_args(up)
+
+    env = _sub(
+        sub,
+        "env",
+        "print the shell exports (and an alias) with which the AWS CLI, version 1 or 2, and "
+        'the SDKs reach the local cloud: eval "$(once env)"',
+        epilog(),
+    )
+    env.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        default=f"http://127.0.0.1:{LOCAL_PORT}",
+        help="the local cloud's endpoint, as `once up` prints it (default: %(default)s)",
+    )
+    env.add_argument(
+        "--dynamodb-endpoint-url",
+        metavar="URL",
+        help="where the tables are, if not at --endpoint-url: DynamoDB Local "
+        "(default: --endpoint-url)",
+    )
 
     target_failures = (NoCredentials, StackNotFound, EngineFailed)
     send = _sub(
@@ -209,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="refresh in place every S seconds until Ctrl-C (S defaults to 2; default: print once)",
     )
-    _target_args(status)
+    _target_args(status, every_consumer=True)
 
     inspect = _sub(
         sub,
@@ -221,6 +264,28 @@ def build_parser() -> argparse.ArgumentParser:
         "key", help="a business key: the value the handler's key expression selects"
     )
     _target_args(inspect)
+
+    logs = _sub(
+        sub,
+        "logs",
+        "print the consumer's function's log lines (the team's and once's) from its "
+        "CloudWatch Logs group, on AWS or on the local cloud",
+        epilog(*target_failures),
+    )
+    logs.add_argument(
+        "--since",
+        type=float,
+        default=60.0,
+        metavar="MIN",
+        help="the lines of the last MIN minutes (default: %(default)g)",
+    )
+    logs.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="then print each new line as it comes, until Ctrl-C (default: print and exit)",
+    )
+    _target_args(logs)
 
     redrive = _sub(
         sub,
@@ -254,6 +319,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _env(args: argparse.Namespace) -> int:
+    """The exports for a shell, printed plain so that ``eval "$(once env)"`` takes them.
+
+    The rules they follow: the AWS CLI v2 and the SDKs take ``AWS_ENDPOINT_URL`` and
+    ``AWS_ENDPOINT_URL_<SERVICE>`` (AWS SDKs and Tools Reference Guide, "Service-specific
+    endpoints"); version 1 of the CLI reads neither for SQS and takes its region from
+    ``AWS_DEFAULT_REGION``, not ``AWS_REGION``: both regions are set, and the alias passes
+    ``--endpoint-url`` on every call, which both versions honour."""
+    region = LOCAL_REGION
+    lines = [
+        "# once env: the local cloud for the AWS CLI (v1 and v2) and the SDKs",
+        f"export AWS_ACCESS_KEY_ID={LOCAL_ACCESS_KEY_ID}",
+        f"export AWS_SECRET_ACCESS_KEY={LOCAL_SECRET_ACCESS_KEY}",
+        "unset AWS_PROFILE AWS_SESSION_TOKEN",
+        f"export AWS_REGION={region} AWS_DEFAULT_REGION={region}",
+        f"export AWS_ENDPOINT_URL={args.endpoint_url}",
+    ]
+    if args.dynamodb_endpoint_url:
+        lines.append(f"export AWS_ENDPOINT_URL_DYNAMODB={args.dynamodb_endpoint_url}")
+    lines += [
+        "# AWS CLI v1 ignores AWS_ENDPOINT_URL for SQS: call it as awsonce",
+        f"alias awsonce='aws --endpoint-url {args.endpoint_url}'",
+    ]
+    print("\n".join(lines))
+    return 0
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
@@ -267,9 +359,10 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
         assembly=args.template_dir,
         context=context_pairs(args.context),
         project=None if args.template_dir else Project.find(app=args.app),
+        port=args.port,
     )
     mappings = []
-    shipper = Shipper(local.client("cloudwatch"))
+    shipper = Shipper(local.client("cloudwatch"), local.client("logs"))
     try:
         # soft_wrap: URLs and flags stay on one line, whatever the width or the pipe.
         not_run = {str(part) for part in local.stripped}
@@ -282,10 +375,11 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
         if local.endpoints["dynamodb"] != local.endpoints["sqs"]:
             flags += f" --dynamodb-endpoint-url {local.endpoints['dynamodb']}"
         for stack in local.stacks:
-            names = ", ".join(c.name for c in local.consumers if c.stack == stack.name)
+            names = [c.name for c in local.consumers if c.stack == stack.name]
             console.print(
-                f"[bold]{stack.name}[/] is up ({names or 'no consumer'}): "
-                f"once status --stack {stack.name} {flags}",
+                f"[bold]{stack.name}[/] is up ({', '.join(names) or 'no consumer'}): "
+                f"once status --stack {stack.name} {flags}"
+                + (" (every consumer; --consumer NAME for one)" if len(names) > 1 else ""),
                 soft_wrap=True,
             )
             for key, value in local.outputs_of(stack.name).items():
@@ -344,6 +438,12 @@ def main(argv: list[str] | None = None) -> int:
     def work() -> int:
         if args.command == "up":
             return _up(args, argv, console)
+        if args.command == "env":
+            return _env(args)
+        if args.command == "logs":
+            from oncecli.logs import logs
+
+            return logs(args, console)
         from oncecli import operate
 
         return operate.dispatch(args, console)

@@ -19,7 +19,7 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from oncecli.aws import (
     record_id,
     scan,
 )
+from oncecli.consumers import choose, consumers_in
 from oncecli.errors import (
     CliError,
     EngineFailed,
@@ -60,15 +61,13 @@ from oncecli.errors import (
 )
 from oncecli.redrive import move
 
-#: The outputs every stack built from an OnceConsumer has; the example's ledger is not one.
-_REQUIRED_OUTPUTS = ("QueueUrl", "DlqUrl", "IdempotencyTableName")
-
 
 @dataclass
 class Target:
     """The stack's resources and the clients to reach them."""
 
     stack: str
+    #: The consumer's outputs under the plain keys (``once.constants.OUTPUT_KEYS``).
     outputs: dict[str, str]
     sqs: Any
     ddb: Any
@@ -79,9 +78,20 @@ class Target:
     cloudwatch: Any = None
     lambda_: Any = None
     cfn: Any = None
+    #: CloudWatch Logs, where the function's lines are (``once logs``).
+    logs: Any = None
     #: Whether it is the local cloud (``--endpoint-url``), whose alarms on AWS's own
     #: metrics are not evaluated.
     local: bool = False
+    #: The consumer's name (its construct id; ``""`` for a stack's one unnamed consumer).
+    consumer: str = ""
+    #: The stack's consumers, each name with its outputs.
+    siblings: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        """The stack, and the consumer when the stack has several."""
+        return f"{self.stack} / {self.consumer}" if len(self.siblings) > 1 else self.stack
 
     def record_id(self, key: str) -> str:
         return record_id(self.prefix, key)
@@ -116,8 +126,7 @@ def _once_stacks(cfn: Any) -> list[str]:
     names = []
     for page in cfn.get_paginator("describe_stacks").paginate():
         for stack in page["Stacks"]:
-            keys = {o["OutputKey"] for o in stack.get("Outputs", [])}
-            if keys.issuperset(_REQUIRED_OUTPUTS):
+            if consumers_in(stack.get("Outputs", [])):
                 names.append(str(stack["StackName"]))
     return sorted(names)
 
@@ -145,7 +154,28 @@ def _stack_name(args: argparse.Namespace, cfn: Any) -> str:
 
 
 def resolve(args: argparse.Namespace) -> Target:
-    """Find the stack's outputs and build the clients, or fail with a clear exit code."""
+    """Find the consumer's outputs (``--consumer``, or the stack's only one) and build the
+    clients, or fail with a clear exit code."""
+    target = _resolve(args)
+    name, outputs = choose(target.stack, target.siblings, getattr(args, "consumer", None))
+    return _consumer(target, name, outputs)
+
+
+def resolve_each(args: argparse.Namespace) -> list[Target]:
+    """The consumer ``--consumer`` names, else every consumer of the stack."""
+    target = _resolve(args)
+    if getattr(args, "consumer", None) is not None:
+        return [resolve(args)]
+    return [_consumer(target, name, outputs) for name, outputs in sorted(target.siblings.items())]
+
+
+def _consumer(target: Target, name: str, outputs: dict[str, str]) -> Target:
+    prefix, note = _record_prefix(target.stack, outputs, target.lambda_)
+    return replace(target, outputs=outputs, consumer=name, prefix=prefix, prefix_note=note)
+
+
+def _resolve(args: argparse.Namespace) -> Target:
+    """The stack's consumers and the clients to reach them."""
     stack = args.stack or ""
     config = Config(retries={"mode": "standard", "max_attempts": 3})
     try:
@@ -154,26 +184,23 @@ def resolve(args: argparse.Namespace) -> Target:
         cfn = session.client("cloudformation", endpoint_url=endpoint, config=config)
         stack = _stack_name(args, cfn)
         stacks = cfn.describe_stacks(StackName=stack)["Stacks"]
-        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-        missing = [k for k in _REQUIRED_OUTPUTS if k not in outputs]
-        if missing:
-            raise StackNotFound(
-                f"stack {stack} has no output {', '.join(missing)}: is it a once stack? "
-                "(once_cdk's add_cli_outputs(consumer) adds them)"
-            )
-        prefix, prefix_note = _record_prefix(stack, outputs, session, endpoint, config)
+        found = consumers_in(stacks[0].get("Outputs", []))
+        if not found:
+            choose(stack, found, None)  # raises: says what a once stack has
         ddb_endpoint = args.dynamodb_endpoint_url or endpoint
         return Target(
             stack,
-            outputs,
+            {},
             session.client("sqs", endpoint_url=endpoint, config=config),
             session.client("dynamodb", endpoint_url=ddb_endpoint, config=config),
-            prefix,
-            prefix_note,
+            "",
+            None,
             session.client("cloudwatch", endpoint_url=endpoint, config=config),
             session.client("lambda", endpoint_url=endpoint, config=config),
             cfn,
+            session.client("logs", endpoint_url=endpoint, config=config),
             bool(endpoint),
+            siblings=found,
         )
     except NoCredentialsError as error:
         raise NoCredentials(
@@ -195,13 +222,7 @@ def resolve(args: argparse.Namespace) -> Target:
         raise CliError(f"describing stack {stack}: {message}") from error
 
 
-def _record_prefix(
-    stack: str,
-    outputs: dict[str, str],
-    session: boto3.Session,
-    endpoint: str | None,
-    config: Config,
-) -> tuple[str, str | None]:
+def _record_prefix(stack: str, outputs: dict[str, str], lambda_: Any) -> tuple[str, str | None]:
     """The records' key prefix: the stack's ``ServiceName`` output; for a stack deployed
     before it had one, the function's configuration, else the runtime's default (with a
     note saying so)."""
@@ -210,8 +231,7 @@ def _record_prefix(
     if outputs.get("FunctionName"):
         try:
             env = (
-                session.client("lambda", endpoint_url=endpoint, config=config)
-                .get_function_configuration(FunctionName=outputs["FunctionName"])
+                lambda_.get_function_configuration(FunctionName=outputs["FunctionName"])
                 .get("Environment", {})
                 .get("Variables", {})
             )
@@ -457,9 +477,16 @@ def alarms_view(target: Target) -> Table:
     return table
 
 
-def status_view(target: Target, namespace: str) -> Group:
-    """The tables ``status`` prints: the queues and records, the outcome counts, then the
-    stack's alarms."""
+def status_view(targets: list[Target]) -> Group:
+    """The tables ``status`` prints: for each consumer its queues and records and its
+    outcome counts, then the stack's alarms."""
+    tables: list[Table] = []
+    for target in targets:
+        tables.extend(_consumer_view(target, _namespace(target)))
+    return Group(*tables, alarms_view(targets[0]))
+
+
+def _consumer_view(target: Target, namespace: str) -> tuple[Table, Table]:
     queue = queue_depth(target.sqs, target.outputs["QueueUrl"])
     dlq = queue_depth(target.sqs, target.outputs["DlqUrl"])
     now_ms = int(time.time() * 1000)
@@ -470,7 +497,7 @@ def status_view(target: Target, namespace: str) -> Group:
         if state == c.STATUS_IN_PROGRESS and lease and int(lease) < now_ms:
             state += " (lease expired)"
         counts[state] = counts.get(state, 0) + 1
-    table = Table(title=f"once status: {target.stack}", title_justify="left")
+    table = Table(title=f"once status: {target.title}", title_justify="left")
     table.add_column("what")
     table.add_column("count", justify="right")
     table.add_row("queue: waiting", str(queue.visible))
@@ -489,21 +516,27 @@ def status_view(target: Target, namespace: str) -> Group:
             outcomes.add_row(name, str(count))
     except (ClientError, BotoCoreError) as error:
         outcomes.add_row(f"unavailable: {_short(error)}", "-")
-    return Group(table, outcomes, alarms_view(target))
+    return table, outcomes
 
 
 def status(args: argparse.Namespace, console: Console) -> int:
-    """The queues, records and outcome counts; with ``--watch``, refreshed in place."""
-    target = resolve(args)
-    namespace = _namespace(target)
+    """The queues, records and outcome counts of the consumer ``--consumer`` names, else of
+    each consumer of the stack; with ``--watch``, refreshed in place on a terminal, one
+    frame after another into a pipe or a file (where nothing can be redrawn)."""
+    targets = resolve_each(args)
     if not args.watch:
-        console.print(status_view(target, namespace))
+        console.print(status_view(targets))
         return 0
     try:
-        with Live(status_view(target, namespace), console=console, auto_refresh=False) as live:
+        if not console.is_terminal:
+            while True:
+                console.print(status_view(targets))
+                console.file.flush()
+                time.sleep(args.watch)
+        with Live(status_view(targets), console=console, auto_refresh=False) as live:
             while True:
                 time.sleep(args.watch)
-                live.update(status_view(target, namespace), refresh=True)
+                live.update(status_view(targets), refresh=True)
     except KeyboardInterrupt:
         return 0
 

@@ -147,3 +147,21 @@ METRIC_OWED: Final = "Owed"
 METRIC_OWED_SENT: Final = "OwedSent"
 #: A staged write's condition was refused at commit: nothing landed; counted beside its outcome.
 METRIC_WRITE_REFUSED: Final = "WriteRefused"
+
+# --- Stack outputs (``once_cdk.add_cli_outputs`` writes them, the ``once`` command reads) ---
+#: One consumer's outputs. A stack with one consumer holds them under these keys; a stack
+#: with several, each consumer's under its construct id first (``RefundsQueueUrl``).
+OUTPUT_KEYS: Final = (
+    "QueueUrl",
+    "DlqUrl",
+    "IdempotencyTableName",
+    "FunctionName",
+    "DashboardUrl",
+    # The records' key prefix (``<service>#<key>``): what ``once inspect KEY`` looks up.
+    "ServiceName",
+)
+#: The outputs without which a consumer cannot be operated (the example's ledger is none).
+OUTPUT_REQUIRED: Final = ("QueueUrl", "DlqUrl", "IdempotencyTableName")
+#: Each output's description begins so, with the consumer's construct id after it: how the
+#: command names a consumer whose outputs have the plain keys.
+OUTPUT_DESCRIPTION_PREFIX: Final = "once consumer "

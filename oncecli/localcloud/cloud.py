@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
+from oncecli.consumers import consumers_in
 from oncecli.errors import EngineFailed, SynthFailed, UsageError
 from oncecli.localcloud import alarms, subscriptions
 from oncecli.localcloud.emf import Shipper
@@ -167,6 +168,8 @@ class LocalCloud:
     assembly: Path | None = None
     context: dict[str, str] = field(default_factory=dict)
     project: Project | None = None
+    #: The endpoint's port on 127.0.0.1 (0: any free one).
+    port: int = 0
     #: One line per local patch, and per part of a template not run (``stripped``).
     notes: list[str] = field(default_factory=list)
     #: What of the stacks the local cloud does not run, and why.
@@ -206,7 +209,7 @@ class LocalCloud:
         os.environ.update(local_env())
         os.environ.pop("AWS_PROFILE", None)
         try:
-            moto = MotoServer(log=self.build_dir / "moto.log").start()
+            moto = MotoServer(log=self.build_dir / "moto.log", port=self.port).start()
             self._engines.append(moto)
             self.endpoints = {
                 "sqs": moto.endpoint,
@@ -263,6 +266,8 @@ class LocalCloud:
         self._stack_outputs[stack.name] = {
             o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])
         }
+        # Each consumer's own outputs (add_cli_outputs), by the name --consumer gives it.
+        own = consumers_in(described.get("Outputs", []))
         self._apply_ttl(stack)
         if patched.subscriptions:
             notes, left_out = subscriptions.create(
@@ -282,7 +287,7 @@ class LocalCloud:
             self.consumers.append(
                 Consumer(
                     found,
-                    self._stack_outputs[stack.name],
+                    own.get(found.name) or (own[""] if list(own) == [""] else {}),
                     self._function_config(found),
                     self._mapping_config(stack, found),
                 )
@@ -376,6 +381,7 @@ class LocalCloud:
             memory_mb=int(conf["MemorySize"]),
             environment=dict(conf.get("Environment", {}).get("Variables", {})),
             code_dir=str(found.asset) if found.asset else None,
+            log_group=conf.get("LoggingConfig", {}).get("LogGroup") or f"/aws/lambda/{name}",
         )
 
     def _mapping_config(self, stack: StackFound, found: ConsumerFound) -> MappingConfig:
@@ -450,14 +456,15 @@ class LocalCloud:
 
     def run_consumers(self, workers: Callable[[Consumer], int], shipper: Shipper) -> list[Mapping]:
         """Start every consumer's mapping, ``workers(consumer)`` workers each, with its log
-        followed by ``shipper`` (the metrics its EMF lines publish); returns them running.
+        followed by ``shipper`` (its lines to the function's log group, the metrics its EMF
+        lines publish); returns them running.
         On a failure the ones started are stopped."""
         running: list[Mapping] = []
         try:
             for consumer in self.consumers:
                 mapping = self.mapping(workers(consumer), consumer.log_name, consumer)
                 running.append(mapping.start())
-                shipper.follow(self.build_dir / consumer.log_name)
+                shipper.follow(self.build_dir / consumer.log_name, consumer.function.log_group)
         except BaseException:
             for mapping in running:
                 mapping.stop()

@@ -1,10 +1,12 @@
-"""The workers' metrics, kept where the dashboard and ``once status`` read them.
+"""The workers' log lines and metrics, kept where ``once logs``, the dashboard and ``once
+status`` read them.
 
-Why: on AWS, CloudWatch Logs turns a function's EMF lines (once's outcome counts, and the
-business code's own Powertools metrics) into CloudWatch metrics. Locally the workers write
-them to their log file; this module reads each new line of that file, parses the EMF blobs
-(``parse``) and puts their values in moto's CloudWatch (``Shipper``), so that
-``once status`` reads the outcome counts the same way from both.
+Why: on AWS, a function's lines go to its CloudWatch Logs group, and CloudWatch Logs turns
+its EMF lines (once's outcome counts, and the business code's own Powertools metrics) into
+CloudWatch metrics. Locally the workers write their lines to a log file; this module reads
+each new line of that file, puts it in the function's log group in moto's CloudWatch Logs,
+parses the EMF blobs (``parse``) and puts their values in moto's CloudWatch (``Shipper``),
+so that ``once logs`` and ``once status`` read them the same way from both.
 """
 
 from __future__ import annotations
@@ -21,6 +23,13 @@ from typing import Any
 SHIP_EVERY_S = 0.5
 #: PutMetricData takes at most this many values in one call.
 _PUT_BATCH = 1000
+#: PutLogEvents takes at most 10,000 events and 1,048,576 bytes (each event's UTF-8 bytes
+#: plus 26) in one call (CloudWatch Logs API reference, PutLogEvents).
+_LOG_BATCH = 10_000
+_LOG_BATCH_BYTES = 1_048_576
+_LOG_EVENT_OVERHEAD = 26
+#: The log stream the local cloud writes each function's lines to.
+LOG_STREAM = "local/[$LATEST]workers"
 
 
 @dataclass(frozen=True)
@@ -79,19 +88,25 @@ def parse(line: str) -> list[Datum]:
 class Shipper:
     """A thread that ships the EMF lines of log files to a CloudWatch client."""
 
-    def __init__(self, cloudwatch: Any) -> None:
+    def __init__(self, cloudwatch: Any, logs: Any = None) -> None:
         self._cloudwatch = cloudwatch
+        self._logs = logs
         self._offsets: dict[Path, int] = {}
+        self._groups: dict[Path, str] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.shipped = 0
 
-    def follow(self, path: Path) -> None:
+    def follow(self, path: Path, log_group: str | None = None) -> None:
         """Ship what ``path`` gets from now on: what it holds already is an earlier run's,
-        whose metrics went to an earlier cloud."""
+        whose metrics went to an earlier cloud. With ``log_group`` (and a logs client), its
+        lines go to that group too."""
         with self._lock:
             self._offsets.setdefault(path, path.stat().st_size if path.is_file() else 0)
+            if log_group and self._logs is not None:
+                self._groups[path] = log_group
+                _ensure_stream(self._logs, log_group)
 
     def start(self) -> Shipper:
         self._thread = threading.Thread(target=self._run, daemon=True, name="emf-shipper")
@@ -122,8 +137,11 @@ class Shipper:
                     chunk = handle.read()
                 complete = chunk[: chunk.rfind(b"\n") + 1]
                 self._offsets[path] = offset + len(complete)
-                for line in complete.decode(errors="replace").splitlines():
+                lines = complete.decode(errors="replace").splitlines()
+                for line in lines:
                     data.extend(parse(line))
+                if path in self._groups and lines:
+                    _put_lines(self._logs, self._groups[path], lines)
         by_namespace: dict[str, list[Datum]] = {}
         for datum in data:
             by_namespace.setdefault(datum.namespace, []).append(datum)
@@ -135,3 +153,29 @@ class Shipper:
                 )
         self.shipped += len(data)
         return len(data)
+
+
+def _ensure_stream(logs: Any, group: str) -> None:
+    """The group (its template may have made it) and the local cloud's stream in it."""
+    for call, request in (
+        (logs.create_log_group, {"logGroupName": group}),
+        (logs.create_log_stream, {"logGroupName": group, "logStreamName": LOG_STREAM}),
+    ):
+        with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+            call(**request)
+
+
+def _put_lines(logs: Any, group: str, lines: list[str]) -> None:
+    """The lines as log events, now, in as few PutLogEvents calls as its limits allow."""
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for line in lines:
+        cost = len(line.encode()) + _LOG_EVENT_OVERHEAD
+        if batch and (len(batch) == _LOG_BATCH or size + cost > _LOG_BATCH_BYTES):
+            logs.put_log_events(logGroupName=group, logStreamName=LOG_STREAM, logEvents=batch)
+            batch, size = [], 0
+        batch.append({"timestamp": now_ms, "message": line})
+        size += cost
+    if batch:
+        logs.put_log_events(logGroupName=group, logStreamName=LOG_STREAM, logEvents=batch)

@@ -48,6 +48,49 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_holder(port: int) -> str | None:
+    """Which process listens on ``port`` of this network namespace, as ``pid N (command)``:
+    read from ``/proc`` (the sockets in ``/proc/net/tcp*``, the processes' open files), so
+    that an error can name it. None when it cannot be told (another user's process, or no
+    ``/proc``)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                # local address "ADDR:PORT" in hex; state 0A is LISTEN
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                    inodes.add(fields[9])
+    if not inodes:
+        return None
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (proc / "fd").iterdir():
+                link = os.readlink(fd)
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    return f"pid {proc.name} ({command.strip()[:120]})"
+    return None
+
+
+def check_port_free(port: int, flag: str = "--port") -> None:
+    """Refuse a port another process holds on 127.0.0.1, naming it and what to do."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+            return
+        except OSError as error:
+            holder = port_holder(port)
+            raise EngineFailed(
+                f"port {port} on 127.0.0.1 is taken"
+                + (f" by {holder}" if holder else f" ({error.strerror})")
+                + f": stop it (another `once up`?), or pass {flag} with another port "
+                f"({flag} 0: any free one)"
+            ) from error
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: new session, and SIGKILL when the CLI dies."""
     os.setsid()
@@ -168,13 +211,20 @@ class Engine:
 
 
 class MotoServer(Engine):
-    """moto's server (see ``motoserver``) in its own process, so it has a core of its own."""
+    """moto's server (see ``motoserver``) in its own process, so it has a core of its own;
+    on ``port`` if given (refused with the process that holds it), else on a free one."""
 
     name = "moto"
 
+    def __init__(self, log: Path | None = None, port: int = 0) -> None:
+        super().__init__(log)
+        self._asked = port
+
     def start(self) -> MotoServer:
-        for _ in range(3):  # a free port can be taken between probe and bind: retry
-            self.port = free_port()
+        if self._asked:
+            check_port_free(self._asked)
+        for _ in range(1 if self._asked else 3):  # a free port can be taken: retry
+            self.port = self._asked or free_port()
             argv = [sys.executable, "-m", "oncecli.localcloud.motoserver", "-H", "127.0.0.1"]
             self._proc = spawn([*argv, "-p", str(self.port)], log=self.log)
             try:
@@ -188,6 +238,8 @@ class MotoServer(Engine):
                 return self
             except EngineFailed:
                 self.stop()
+        if self._asked:
+            raise EngineFailed(f"moto server did not start on port {self._asked}")
         raise EngineFailed("moto server did not start (tried three ports)")
 
 

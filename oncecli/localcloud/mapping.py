@@ -56,6 +56,8 @@ class FunctionConfig:
     #: The function's asset on disk, which its handler is imported from (None: from the
     #: running environment, as for a template without asset metadata).
     code_dir: str | None = None
+    #: Its CloudWatch Logs group (``LoggingConfig.LogGroup``): where its lines are shipped.
+    log_group: str = ""
 
 
 @dataclass(frozen=True)

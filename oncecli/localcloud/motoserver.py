@@ -32,6 +32,12 @@ earlier messages the walk has already passed over as locked, and a later message
 group is handed out before them. Here a FIFO receive holds the queue's lock for its walk,
 and a delete and a visibility change wait for it.
 
+And Lambda: moto drops a function's ``LoggingConfig``; here a function keeps it, from
+``CreateFunction`` or its template, and ``GetFunctionConfiguration`` returns it with AWS's
+defaults (``LogFormat`` Text, ``LogGroup`` ``/aws/lambda/<name>``), so that ``once logs``
+finds a function's log group locally as on AWS (the local cloud ships the workers' lines
+there).
+
 And every SQS, SNS and DynamoDB request is held to AWS's documented rules where moto is
 lenient (sizes, characters, counts, ids, a transaction's items and token), with AWS's error
 codes: ``once.testing.strict``, installed here before the server starts. Its patches wrap
@@ -52,6 +58,7 @@ from typing import Any
 
 import moto.dynamodb.models as dynamodb_models
 import moto.sqs.models as sqs_models
+from moto.awslambda.models import LambdaFunction
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
@@ -86,6 +93,43 @@ def _strict() -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+_function_init = LambdaFunction.__init__
+_function_from_template = LambdaFunction.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+_function_configuration = LambdaFunction.get_configuration
+
+
+def _keeps_logging_config(self: LambdaFunction, *args: Any, **kwargs: Any) -> None:
+    _function_init(self, *args, **kwargs)
+    spec = kwargs.get("spec", args[1] if len(args) > 1 else {})
+    self.once_logging_config = dict(spec.get("LoggingConfig") or {})  # type: ignore[attr-defined]
+
+
+def _from_template_with_logging_config(
+    cls: type[LambdaFunction],
+    resource_name: str,
+    cloudformation_json: dict[str, Any],
+    *args: Any,
+    **kwargs: Any,
+) -> LambdaFunction:
+    function = _function_from_template(cls, resource_name, cloudformation_json, *args, **kwargs)
+    logging = cloudformation_json.get("Properties", {}).get("LoggingConfig") or {}
+    function.once_logging_config = dict(logging)
+    return function
+
+
+def _configuration_with_logging(self: LambdaFunction, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """As GetFunctionConfiguration answers: LoggingConfig always there, with AWS's defaults
+    (Lambda API reference, LoggingConfig)."""
+    config: dict[str, Any] = _function_configuration(self, *args, **kwargs)
+    given = getattr(self, "once_logging_config", {})
+    config["LoggingConfig"] = {
+        "LogFormat": given.get("LogFormat", "Text"),
+        "LogGroup": given.get("LogGroup") or f"/aws/lambda/{self.function_name}",
+        **{k: v for k, v in given.items() if k not in ("LogFormat", "LogGroup")},
+    }
+    return config
 
 
 def _serialized(self: Any) -> Any:
@@ -214,6 +258,9 @@ SQSBackend.receive_message = _fifo_receives_take_turns  # type: ignore[method-as
 sqs_models.unix_time_millis = _clock_ms
 Queue.delete_message = _delete_under_lock  # type: ignore[method-assign]
 SQSBackend.change_message_visibility = _change_visibility_under_lock  # type: ignore[method-assign]
+LambdaFunction.__init__ = _keeps_logging_config  # type: ignore[method-assign]
+LambdaFunction.create_from_cloudformation_json = classmethod(_from_template_with_logging_config)  # type: ignore[method-assign,assignment]
+LambdaFunction.get_configuration = _configuration_with_logging  # type: ignore[method-assign]
 _strict().install()
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ deployed on the local cloud for the test session (an ``oncecli.testing.cloud.Onc
     def test_a_repeated_order_ships_once(once_cloud):
         once_cloud.send("Orders", [order, order])
         once_cloud.drain()
-        assert once_cloud.record("Orders", "o-1")["status"] == "COMPLETED"
+        assert once_cloud.record("Orders", "o-1").status == "COMPLETED"  # a once.models.Record
 
 Installing the ``once`` package registers it beside ``once.testing`` (the ``pytest11`` entry
 point ``once_cloud``), so a test only asks for the fixture; the local cloud it starts needs

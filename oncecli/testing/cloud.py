@@ -7,16 +7,27 @@ moto (``oncecli.localcloud``: no AWS, no Docker) and runs each ``OnceConsumer``'
 source mapping with the template's settings (batch size, partial batch responses,
 environment, visibility timeout, maxReceiveCount, the DLQ) and the code actually bundled.
 A test sends messages, waits for the queues to drain, then reads records, the DLQ and the
-outcome counts the function published::
+outcome counts the function published, of the same types as ``once_env``'s (a
+``once.models.Record``, ``once.testing.Quarantined``)::
 
     def test_a_repeated_payment_is_charged_once(once_cloud):
         once_cloud.send("Payments", [payment, payment])
         once_cloud.drain()
-        assert once_cloud.record("Payments", payment["paymentId"])["status"] == "COMPLETED"
+        record = once_cloud.record("Payments", payment["paymentId"])
+        assert record.status == "COMPLETED" and json.loads(record.result) == {"charged": 30}
         assert once_cloud.metrics("Payments")["Duplicate"] == 1
+        (dead,) = once_cloud.dlq_messages("Payments")
+        assert dead.reason == "PERMANENT_ERROR"
 
 The cloud lives for the session: ``metrics`` and ``dlq_messages`` hold every test's so
 far, so a test compares before and after, or looks for its own keys.
+
+Where a stack holds several consumers, each method of a consumer takes ``consumer=`` (its
+construct id).
+``names(stack)`` gives a consumer's queue and DLQ URLs, table and function names as the
+local cloud deployed them (``ConsumerNames``); ``outputs(stack)`` the stack's
+CloudFormation outputs, as ``DescribeStacks`` has them (``once_cdk.add_cli_outputs``'s and
+the team's own, each ``CfnOutput``).
 
 Every AWS call the functions make reaches the local cloud, never AWS: once's outbox to an
 SNS topic, the business code's S3, SecretsManager or STS calls (a service moto does not
@@ -41,12 +52,15 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from once import constants as c
-from once.models import record_id
+from once.models import Record, record_id
+from once.testing import Quarantined
 from oncecli.aws import queue_depth
+from oncecli.errors import UsageError
 from oncecli.localcloud.cloud import Consumer, LocalCloud
 from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.mapping import Mapping
@@ -79,18 +93,53 @@ def _warn_of_stripped(cloud: LocalCloud) -> None:
 DRAIN_TIMEOUT_S = 120.0
 
 
-def _plain(attribute: dict[str, Any]) -> Any:
-    """A DynamoDB attribute value as Python: numbers as int, strings as str."""
-    kind, value = next(iter(attribute.items()))
-    if kind == "N":
-        return int(value) if value.lstrip("-").isdigit() else float(value)
-    if kind == "NULL":
-        return None
-    return value
+@dataclass(frozen=True)
+class ConsumerNames:
+    """Where one consumer lives on the local cloud: what a test passes to ``client(service)``
+    calls of its own (a queue's attributes, a scan of the table, the function's
+    configuration)."""
+
+    stack: str
+    #: Its construct id within the stack (what ``consumer=`` names).
+    consumer: str
+    #: The queue its event source mapping reads.
+    queue_url: str
+    #: Where once quarantines (the function's ``DLQ_URL``).
+    dlq_url: str
+    #: Its idempotency table (the function's ``IDEMPOTENCY_TABLE_NAME``).
+    table_name: str
+    function_name: str
+
+
+def _names(target: Consumer) -> ConsumerNames:
+    """What the local cloud knows of a consumer's names: the queue its mapping reads, the
+    function's environment (which once reads too), the function it deployed."""
+    env = target.function.environment
+    return ConsumerNames(
+        stack=target.stack,
+        consumer=target.name,
+        queue_url=target.mapping.queue_url,
+        dlq_url=env[c.ENV_DLQ_URL],
+        table_name=env[c.ENV_TABLE_NAME],
+        function_name=target.function.name,
+    )
 
 
 class OnceCloud:
-    """The app at ``project`` deployed locally, its mappings running; a context manager."""
+    """The app at ``project`` deployed locally, its mappings running; a context manager.
+
+    ::
+
+        with OnceCloud(project) as cloud:              # what the once_cloud fixture yields
+            cloud.send("Orders", [order, order])       # consumer=NAME where a stack has two
+            cloud.drain()
+            cloud.record("Orders", "o-1")              # a once.models.Record, or None
+            cloud.dlq_messages("Orders")               # [once.testing.Quarantined]
+            cloud.metrics("Orders")                    # {"Processed": 1, "Duplicate": 1}
+            cloud.names("Orders").table_name           # and queue_url, dlq_url, function_name
+            cloud.outputs("Orders")                    # the stack's CloudFormation outputs
+            cloud.client("s3")                         # a boto3 client on the local cloud
+    """
 
     def __init__(
         self,
@@ -207,33 +256,32 @@ class OnceCloud:
             time.sleep(0.25)
         raise TimeoutError(f"not drained after {timeout_s:g} s: messages left {left}")
 
-    def record(self, stack: str, key: str, *, consumer: str | None = None) -> dict[str, Any] | None:
-        """The idempotency record of a business key (None: none), as plain values; its
-        ``result``, stored as JSON, decoded."""
+    def record(self, stack: str, key: str | int, *, consumer: str | None = None) -> Record | None:
+        """The idempotency record of a business key (None: none), a ``once.models.Record``
+        as ``once_env.record`` returns it: as stored, strongly consistent (``is_live`` tells
+        whether the protocol still sees it); its ``result`` is the JSON text business code's
+        return value was stored as (``json.loads(record.result)``). The key's prefix is the
+        function's ``POWERTOOLS_SERVICE_NAME``, as ``make_handler`` reads it."""
         target = self.consumer(stack, consumer)
         service = target.function.environment.get(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME)
         item = (
             self._cloud.client("dynamodb")
             .get_item(
-                TableName=target.function.environment[c.ENV_TABLE_NAME],
-                Key={c.ATTR_ID: {"S": record_id(service, key)}},
+                TableName=_names(target).table_name,
+                Key={c.ATTR_ID: {"S": record_id(service, str(key))}},
                 ConsistentRead=True,
             )
             .get("Item")
         )
-        if item is None:
-            return None
-        record = {name: _plain(value) for name, value in item.items()}
-        if isinstance(record.get(c.ATTR_RESULT), str):
-            record[c.ATTR_RESULT] = json.loads(record[c.ATTR_RESULT])
-        return record
+        return Record.from_item(item) if item else None
 
-    def dlq_messages(self, stack: str, *, consumer: str | None = None) -> list[dict[str, Any]]:
-        """The messages in the consumer's DLQ (left there): body, message attributes (the
-        ``once.reason`` quarantine tag among them) and receive count."""
-        target = self.consumer(stack, consumer)
+    def dlq_messages(self, stack: str, *, consumer: str | None = None) -> list[Quarantined]:
+        """Every message in the consumer's DLQ so far, oldest first, as ``once_env``'s
+        ``dlq_messages`` gives them (``once.testing.Quarantined``: its body and message
+        attributes, with ``reason``, ``error`` and ``original_message_id``); reading leaves
+        them in the DLQ."""
+        url = self.names(stack, consumer=consumer).dlq_url
         sqs = self._cloud.client("sqs")
-        url = target.function.environment[c.ENV_DLQ_URL]
         seen: dict[str, dict[str, Any]] = {}
         handles = []
         for _ in range(100):
@@ -248,17 +296,22 @@ class OnceCloud:
                 break
             for m in messages:
                 handles.append(m["ReceiptHandle"])
-                seen[m["MessageId"]] = {
-                    "message_id": m["MessageId"],
-                    "body": m["Body"],
-                    "attributes": {
-                        k: v.get("StringValue") for k, v in m.get("MessageAttributes", {}).items()
-                    },
-                    "receive_count": int(m["Attributes"].get("ApproximateReceiveCount", 0)),
-                }
+                seen[m["MessageId"]] = m
         for handle in handles:  # visible again: the messages stay for the next look
             sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
-        return list(seen.values())
+        oldest_first = sorted(
+            seen.values(), key=lambda m: int(m.get("Attributes", {}).get("SentTimestamp", 0))
+        )
+        return [
+            Quarantined(
+                m["Body"],
+                {
+                    name: value.get("StringValue", "")
+                    for name, value in (m.get("MessageAttributes") or {}).items()
+                },
+            )
+            for m in oldest_first
+        ]
 
     def metrics(self, stack: str, *, consumer: str | None = None) -> dict[str, int]:
         """Each outcome's count (``Processed``, ``Duplicate``, ...) the consumer's function
@@ -271,6 +324,21 @@ class OnceCloud:
             env.get(c.ENV_METRICS_NAMESPACE, c.DEFAULT_METRICS_NAMESPACE),
             env.get(c.ENV_SERVICE_NAME, c.DEFAULT_SERVICE_NAME),
         )
+
+    def names(self, stack: str, *, consumer: str | None = None) -> ConsumerNames:
+        """The consumer's queue and DLQ URLs, table and function names, as the local cloud
+        deployed them (``ConsumerNames``): for a test's own calls through ``client``."""
+        return _names(self.consumer(stack, consumer))
+
+    def outputs(self, stack: str) -> dict[str, str]:
+        """The stack's CloudFormation outputs (key to value), as ``DescribeStacks`` has
+        them: ``add_cli_outputs``'s and each of the stack's own ``CfnOutput`` (a topic's ARN,
+        a subscriber queue's URL). Any deployed stack, with a consumer or not."""
+        try:
+            return dict(self._cloud.outputs_of(stack))
+        except KeyError:
+            deployed = ", ".join(s.name for s in self._cloud.stacks)
+            raise UsageError(f"no stack {stack} on the local cloud; it runs: {deployed}") from None
 
     # --- internals -------------------------------------------------------------------------
     @property

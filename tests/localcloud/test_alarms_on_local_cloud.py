@@ -191,7 +191,7 @@ def test_permanent_errors_are_quarantined_and_only_the_dlq_alarm_would_fire_on_a
                             for n in range(5)])  # fmt: skip
     once_cloud.drain()
     _wait_for_count(once_cloud, "Quarantined", before + 5)
-    reasons = [m["attributes"].get("once.reason") for m in once_cloud.dlq_messages(STACK)]
+    reasons = [m.reason for m in once_cloud.dlq_messages(STACK)]
     assert reasons.count("PERMANENT_ERROR") >= 5
     minute = _latest(once_cloud, "Quarantined")
     verdicts = once_cloud.cloud.evaluate_alarms(now=minute + 61, set_states=False)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from once.models import Record
 from oncecli.localcloud.mapping import Worker, event_record
 from oncecli.testing.cloud import OnceCloud, StrippedResourceWarning
 from tests.localcloud.helpers import write_project
@@ -115,13 +116,13 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OnceCloud]:
 
 def _settled(
     cloud: OnceCloud, stack: str, key: str, consumer: str = "Orders", timeout_s: float = 60
-) -> dict[str, Any]:
+) -> Record:
     """The record once it is no longer IN_PROGRESS (or missing)."""
     deadline = time.monotonic() + timeout_s
     record = None
     while time.monotonic() < deadline:
         record = cloud.record(stack, key, consumer=consumer)
-        if record is not None and record["status"] != "IN_PROGRESS":
+        if record is not None and record.status != "IN_PROGRESS":
             return record
         time.sleep(0.2)
     raise AssertionError(f"{stack} {key}: still {record} after {timeout_s} s")
@@ -143,8 +144,8 @@ def test_a_staged_write_on_a_table_the_role_was_not_granted_fails_its_commit(sho
     shop.send("Ungranted", [{"orderId": "o-1", "amount": 5}], consumer="Orders")
     record = _settled(shop, "Ungranted", "o-1")
 
-    assert record["status"] == "FAILED"
-    assert "COMMIT_FAILED: commit canceled: AccessDeniedException" in record["error"]
+    assert record.status == "FAILED"
+    assert "COMMIT_FAILED: commit canceled: AccessDeniedException" in (record.error or ""), record
     assert _ledger(shop, "Ungranted") == []  # nothing landed
 
 
@@ -152,8 +153,8 @@ def test_the_same_write_with_grant_staged_writes_is_processed(shop):
     shop.send("Granted", [{"orderId": "o-1", "amount": 5}], consumer="Orders")
     record = _settled(shop, "Granted", "o-1")
 
-    assert record["status"] == "COMPLETED", record
-    assert record["result"] == {"credited": 5}
+    assert record.status == "COMPLETED", record
+    assert json.loads(record.result) == {"credited": 5}
     assert [item["id"]["S"] for item in _ledger(shop, "Granted")] == ["o-1"]
     assert "not authorized" not in _worker_log(shop, "Granted")
 
@@ -161,8 +162,8 @@ def test_the_same_write_with_grant_staged_writes_is_processed(shop):
 def test_business_code_s_own_call_is_refused_as_aws_refuses_it_and_allowed_once_granted(shop):
     for stack in ("Ungranted", "Granted"):
         shop.send(stack, [{"probeId": "p-1"}], consumer="Probe")
-    refused = _settled(shop, "Ungranted", "p-1", consumer="Probe")["result"]
-    allowed = _settled(shop, "Granted", "p-1", consumer="Probe")["result"]
+    refused = json.loads(_settled(shop, "Ungranted", "p-1", consumer="Probe").result)
+    allowed = json.loads(_settled(shop, "Granted", "p-1", consumer="Probe").result)
 
     assert allowed == {"code": None}
     assert refused["code"] == "AccessDeniedException"
@@ -219,4 +220,4 @@ def test_a_policy_put_on_the_role_after_the_deploy_holds_for_a_worker_started_af
 
     assert (error, fault) == (None, None), Path(log).read_text()[-2000:]
     assert response == {"batchItemFailures": []}, Path(log).read_text()[-2000:]
-    assert _settled(shop, "Ungranted", "p-2", consumer="Probe")["result"] == {"code": None}
+    assert json.loads(_settled(shop, "Ungranted", "p-2", consumer="Probe").result) == {"code": None}

@@ -182,7 +182,7 @@ def cloud(project: Path) -> Iterator[tuple[Any, list[warnings.WarningMessage]]]:
 
 
 def _topic(once_cloud: Any) -> str:
-    return str(once_cloud.cloud.outputs_of(STACK)["TopicArn"])
+    return str(once_cloud.outputs(STACK)["TopicArn"])
 
 
 def test_once_cloud_warns_naming_the_stripped_alarms_and_policies(cloud: tuple) -> None:
@@ -221,8 +221,8 @@ def test_a_publish_to_the_topic_completes_the_subscribed_consumer_s_record(
     _publish(once_cloud.client("sns"), _topic(once_cloud), order, "order")
     once_cloud.drain()
     record = once_cloud.record(STACK, order, consumer=consumer)
-    assert record is not None and record["status"] == "COMPLETED", record
-    assert record["result"] == {"placed": order}
+    assert record is not None and record.status == "COMPLETED", record
+    assert json.loads(record.result) == {"placed": order}
     assert not once_cloud.dlq_messages(STACK, consumer=consumer)
 
 
@@ -242,7 +242,8 @@ def test_each_subscription_carries_the_attributes_its_template_gives_it(cloud: t
     assert "FilterPolicy" not in by_queue[wrapped.queue_arn]
     assert by_queue[raw.queue_arn]["RawMessageDelivery"] == "true"
     assert json.loads(by_queue[raw.queue_arn]["FilterPolicy"]) == {"kind": ["order"]}
-    dlq_url = once_cloud.consumer(STACK, "Raw").function.environment[c.ENV_DLQ_URL]
+    dlq_url = once_cloud.names(STACK, consumer="Raw").dlq_url
+    assert dlq_url == once_cloud.consumer(STACK, "Raw").function.environment[c.ENV_DLQ_URL]
     dlq_arn = once_cloud.client("sqs").get_queue_attributes(
         QueueUrl=dlq_url, AttributeNames=["QueueArn"]
     )["Attributes"]["QueueArn"]
@@ -260,10 +261,10 @@ def test_a_filter_policy_that_excludes_a_message_keeps_it_out_of_the_queue(
     once_cloud.drain()
     # Positive controls: the excluded message was published (the unfiltered subscription
     # delivered it), and the filtered one lets a matching message through.
-    assert once_cloud.record(STACK, excluded, consumer="Wrapped")["status"] == "COMPLETED"
-    assert once_cloud.record(STACK, kept, consumer="Raw")["status"] == "COMPLETED"
+    assert once_cloud.record(STACK, excluded, consumer="Wrapped").status == "COMPLETED"
+    assert once_cloud.record(STACK, kept, consumer="Raw").status == "COMPLETED"
     assert once_cloud.record(STACK, excluded, consumer="Raw") is None
-    assert not any(excluded in m["body"] for m in once_cloud.dlq_messages(STACK, consumer="Raw"))
+    assert not any(excluded in m.body for m in once_cloud.dlq_messages(STACK, consumer="Raw"))
 
 
 def test_a_function_s_own_log_level_stands_in_its_worker_log(cloud: tuple) -> None:
@@ -271,7 +272,7 @@ def test_a_function_s_own_log_level_stands_in_its_worker_log(cloud: tuple) -> No
     order = f"o-{uuid.uuid4().hex[:8]}"
     _publish(once_cloud.client("sns"), _topic(once_cloud), order, "order")
     once_cloud.drain()
-    assert once_cloud.record(STACK, order, consumer="Raw")["status"] == "COMPLETED"
+    assert once_cloud.record(STACK, order, consumer="Raw").status == "COMPLETED"
     logs = {
         name: (once_cloud.cloud.build_dir / once_cloud.consumer(STACK, name).log_name).read_text()
         for name in ("Wrapped", "Raw")

@@ -83,6 +83,12 @@ app.synth()
 """
 
 TEAM_TEST = """
+import json
+
+from once.models import Record
+from once.testing import Quarantined
+
+
 def test_a_repeated_order_is_charged_once(once_cloud):
     assert once_cloud.stacks == ["Mail", "Shop"]
     order = {"orderId": "o-1", "amount": 30}
@@ -92,17 +98,43 @@ def test_a_repeated_order_is_charged_once(once_cloud):
     once_cloud.drain()
 
     record = once_cloud.record("Shop", "o-1")
-    assert record["status"] == "COMPLETED" and record["fence"] == 1
-    assert record["result"]["charged"] == 30
-    assert "/asset." in record["result"]["runtime"]
+    assert isinstance(record, Record)  # as once_env.record returns it
+    assert record.status == "COMPLETED" and record.fence == 1
+    result = json.loads(record.result)
+    assert result["charged"] == 30
+    assert "/asset." in result["runtime"]
     counts = once_cloud.metrics("Shop")
     assert counts["Processed"] == 1 and counts["Duplicate"] == 1
     assert counts["Quarantined"] == 1
     (dead,) = once_cloud.dlq_messages("Shop")
-    assert dead["attributes"]["once.reason"] == "PERMANENT_ERROR"
-    assert '"o-2"' in dead["body"]
-    assert once_cloud.record("Mail", "n-1")["result"] == {"sent_to": "ops"}
+    assert isinstance(dead, Quarantined)  # as once_env.dlq_messages gives them
+    assert dead.attributes["once.reason"] == "PERMANENT_ERROR" == dead.reason
+    assert '"o-2"' in dead.body
+    assert json.loads(once_cloud.record("Mail", "n-1").result) == {"sent_to": "ops"}
     assert once_cloud.metrics("Mail")["Processed"] == 1
+
+
+def test_each_consumer_s_names_are_what_its_stack_deployed(once_cloud):
+    names = once_cloud.names("Shop")
+    assert (names.stack, names.consumer) == ("Shop", "Orders")
+    outputs = once_cloud.outputs("Shop")  # as CloudFormation has them (add_cli_outputs)
+    assert (names.queue_url, names.dlq_url, names.table_name) == (
+        outputs["QueueUrl"], outputs["DlqUrl"], outputs["IdempotencyTableName"]
+    )
+    function = once_cloud.client("lambda").get_function_configuration(
+        FunctionName=names.function_name
+    )
+    assert function["Environment"]["Variables"]["IDEMPOTENCY_TABLE_NAME"] == names.table_name
+    described = once_cloud.client("dynamodb").describe_table(TableName=names.table_name)
+    assert described["Table"]["TableName"] == names.table_name
+    attributes = once_cloud.client("sqs").get_queue_attributes(
+        QueueUrl=names.queue_url, AttributeNames=["RedrivePolicy"]
+    )["Attributes"]
+    dlq_arn = once_cloud.client("sqs").get_queue_attributes(
+        QueueUrl=names.dlq_url, AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
+    assert json.loads(attributes["RedrivePolicy"])["deadLetterTargetArn"] == dlq_arn
+    assert once_cloud.names("Mail").table_name != names.table_name
 """
 
 
@@ -269,4 +301,4 @@ def test_the_team_s_integration_tests_pass_on_once_cloud(
         timeout=900,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert "1 passed" in run.stdout
+    assert "2 passed" in run.stdout

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import pytest
 
 from once import constants as c
-from once.models import record_id
+from once.models import Record, record_id
 from oncecli.testing.cloud import OnceCloud, StrippedResourceWarning
 from tests.localcloud.helpers import write_project
 
@@ -138,16 +138,16 @@ def _poll(what: str, probe: Callable[[], T | None], timeout_s: float = LIMIT_S) 
     raise AssertionError(f"not within {timeout_s:g} s: {what}")
 
 
-def _record(shop: OnceCloud, consumer: str, key: str, done: Callable[[dict], bool]) -> dict:
-    def probe() -> dict[str, Any] | None:
+def _record(shop: OnceCloud, consumer: str, key: str, done: Callable[[Record], bool]) -> Record:
+    def probe() -> Record | None:
         record = shop.record(STACK, key, consumer=consumer)
         return record if record is not None and done(record) else None
 
     return _poll(f"{consumer}'s record {key}", probe)
 
 
-def _completed(record: dict[str, Any]) -> bool:
-    return bool(record["status"] == "COMPLETED")
+def _completed(record: Record) -> bool:
+    return record.status == "COMPLETED"
 
 
 def _receive_all(shop: OnceCloud, url: str, want: int) -> list[dict[str, Any]]:
@@ -189,10 +189,9 @@ def test_an_outbox_publish_reaches_the_subscribed_queue_in_sns_s_envelope(shop: 
     shop.send(STACK, [{"orderId": order}], consumer="Publisher")
 
     # Completed, and the outbox cleared: every message of it was published.
-    record = _record(shop, "Publisher", order, lambda r: _completed(r) and c.ATTR_OUTBOX not in r)
-    assert record["result"] == {"announced": order}
-    assert shop.cloud is not None
-    subscriber = str(shop.cloud.outputs_of(STACK)["SubscriberUrl"])
+    record = _record(shop, "Publisher", order, lambda r: _completed(r) and not r.outbox)
+    assert json.loads(record.result) == {"announced": order}
+    subscriber = shop.outputs(STACK)["SubscriberUrl"]
     messages = _receive_all(shop, subscriber, want=1)
     ours = [m for m in messages if order in m["Body"]]
     assert len(ours) == 1, messages
@@ -228,8 +227,8 @@ def test_the_same_publish_to_a_topic_never_granted_is_owed_with_authorization_er
     # Business code ran once and its record completed; the message is owed, not lost.
     record = shop.record(STACK, order, consumer="Publisher")
     assert record is not None and _completed(record), record
-    assert record["result"] == {"announced": order}
-    assert c.ATTR_OUTBOX in record
+    assert json.loads(record.result) == {"announced": order}
+    assert record.outbox, record
 
 
 @pytest.mark.parametrize(
@@ -246,7 +245,7 @@ def test_business_code_fifo_group_id_with_a_space_is_invalid_parameter_value(
     shop.send(STACK, [{"sendId": send_id, "group": group}], consumer="Sender")
 
     record = _record(shop, "Sender", send_id, _completed)
-    assert record["result"] == {"code": code}
+    assert json.loads(record.result) == {"code": code}
     shipments = shop.consumer(STACK, "Sender").function.environment["SHIPMENTS_QUEUE"]
     assert shipments.endswith(".fifo")
     if code is None:

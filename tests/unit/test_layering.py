@@ -12,7 +12,8 @@ The floors, from the bottom; a module imports its own floor or the ones below::
 
     runtime      once (once.testing: once_env, the kit on moto)
     construct    once_cdk
-    local cloud  oncecli.localcloud and what it stands on: oncecli.aws, .errors, .project
+    local cloud  oncecli.localcloud and what it stands on: oncecli.aws, .consumers, .errors,
+                 .project
     commands     oncecli.operate, oncecli.redrive, and oncecli.testing (the once_cloud
                  fixture: the local cloud, read as ``once status`` reads it)
     entry point  oncecli.cli: the ``once`` command's parser and ``guarded`` (a command's
@@ -53,11 +54,22 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "oncecli.localcloud",
             "oncecli.localcloud.*",
             "oncecli.aws",
+            "oncecli.consumers",
             "oncecli.errors",
             "oncecli.project",
         ),
     ),
-    ("commands", ("oncecli.operate", "oncecli.redrive", "oncecli.testing", "oncecli.testing.*")),
+    (
+        "commands",
+        (
+            "oncecli.operate",
+            "oncecli.redrive",
+            "oncecli.logs",
+            "oncecli.invoke",
+            "oncecli.testing",
+            "oncecli.testing.*",
+        ),
+    ),
     ("entry point", ("oncecli.cli",)),
     ("proof", ("proof", "proof.*", "payments", "payments.*", "infra", "infra.*")),
 )

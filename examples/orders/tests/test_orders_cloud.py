@@ -32,8 +32,8 @@ def test_an_order_sent_twice_ships_once(once_cloud: OnceCloud, carrier):
 
     assert asked(carrier, "c-cloud-twice") == ["o-cloud-twice"]
     record = once_cloud.record(STACK, "o-cloud-twice")
-    assert record["status"] == "COMPLETED"
-    assert record["result"] == {"shipmentId": "s-o-cloud-twice"}
+    assert record.status == "COMPLETED"
+    assert json.loads(record.result) == {"shipmentId": "s-o-cloud-twice"}
     assert once_cloud.metrics(STACK)["Duplicate"] == duplicates + 1
 
 
@@ -42,8 +42,8 @@ def test_an_order_with_no_items_lands_in_the_dlq_with_its_reason(once_cloud: Onc
     once_cloud.send(STACK, [empty], group_id=lambda o: o["customerId"])
     once_cloud.drain()
 
-    [dead] = [m for m in once_cloud.dlq_messages(STACK) if json.loads(m["body"]) == empty]
-    assert dead["attributes"]["once.reason"] == "PERMANENT_ERROR"
+    [dead] = [m for m in once_cloud.dlq_messages(STACK) if m.json() == empty]
+    assert dead.reason == "PERMANENT_ERROR"
     assert asked(carrier, "c-cloud-empty") == []
 
 
