@@ -251,7 +251,18 @@ def test_every_option_says_its_default_and_every_command_its_exit_codes(command)
 def test_up_prints_its_endpoint_region_and_urls_unbroken_into_a_pipe():
     context = [f"-c{k}={v}" for k, v in CONTEXT.items()]
     run = subprocess.run(
-        [sys.executable, "-m", "oncecli.cli", "up", "--for", "0", "--no-mapping", *context],
+        [
+            sys.executable,
+            "-m",
+            "oncecli.cli",
+            "up",
+            "--port",
+            "0",
+            "--for",
+            "0",
+            "--no-mapping",
+            *context,
+        ],
         cwd=ROOT,
         env={**os.environ, "COLUMNS": "40"},  # narrower than any URL
         capture_output=True,
@@ -325,3 +336,22 @@ def test_inspect_finds_records_by_the_stacks_service_name_output(cloud, capsys):
     target = ["--endpoint-url", cloud.endpoints["sqs"], "--stack", "Named-local"]
     assert main(["inspect", "o-9", *target]) == 0
     assert "orders#o-9" in capsys.readouterr().out
+
+
+def test_a_taken_port_is_refused_with_the_process_that_holds_it():
+    """`once up --port N` on a port another process listens on: EngineFailed naming it."""
+    import os
+    import socket
+
+    from oncecli.errors import EngineFailed
+    from oncecli.localcloud.engines import MotoServer
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(EngineFailed) as caught:
+            MotoServer(port=port).start()
+    message = str(caught.value)
+    assert f"port {port} on 127.0.0.1 is taken by pid {os.getpid()}" in message
+    assert "--port 0" in message

@@ -119,7 +119,7 @@ def test_once_up_names_what_it_does_not_run_and_a_publish_completes_the_record(
     env = {**os.environ, "COLUMNS": "200"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     up = subprocess.Popen(
-        [str(Path(sys.executable).parent / "once"), "up"],
+        [str(Path(sys.executable).parent / "once"), "up", "--port", "0"],
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,

@@ -230,7 +230,7 @@ def test_once_up_runs_a_team_s_app_and_status_shows_the_duplicate(
 ) -> None:
     project, env = team
     up = subprocess.Popen(
-        ["once", "up"],
+        ["once", "up", "--port", "0"],
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,
