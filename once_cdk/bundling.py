@@ -10,11 +10,11 @@ the asset. The installed dependencies are cached per user (``$ONCE_CDK_CACHE_DIR
 ``~/.cache/once-cdk/lambda-deps``) under the sha256 of the requirements, because apps and
 tests synthesize many times and the cache lets them do it offline.
 
-With the context key ``HOST_CONTEXT`` set (the ``once`` command's local cloud sets it), the
-dependencies are installed for the Python and platform that synthesizes instead, so that
-the asset runs on this machine as it stands: the local cloud imports each function's handler
-from its own asset, and Lambda's cp313 wheels do not load in another Python. The template
-still declares the Lambda runtime.
+With the context key ``once.constants.HOST_CONTEXT`` set (the ``once`` command's local
+cloud sets it), the dependencies are installed for the Python and platform that synthesizes
+instead, so that the asset runs on this machine as it stands: the local cloud imports each
+function's handler from its own asset, and Lambda's cp313 wheels do not load in another
+Python. The template still declares the Lambda runtime.
 """
 
 from __future__ import annotations
@@ -58,9 +58,6 @@ EXCLUDE = (
 #: dependencies of dependencies (aws-xray-sdk pulls in botocore, 30 MB), and a bundled copy
 #: would shadow the runtime's boto3/botocore pair with a mismatched botocore.
 PROVIDED_BY_RUNTIME = ("boto3", "botocore", "s3transfer", "urllib3", "python_dateutil", "six")
-
-#: The context key that bundles the dependencies for this machine (see the module's doc).
-HOST_CONTEXT = "once:bundle-for-host"
 
 #: Bumped when the way the cache is built changes, so an old cache is not reused.
 _RECIPE = f"{PYTHON_VERSION} {PIP_PLATFORM} no:{','.join(PROVIDED_BY_RUNTIME)} v2"
@@ -219,7 +216,8 @@ class LocalPipBundling:
 
 def function_code(code_dir: Path, *, for_host: bool = False) -> lambda_.Code:
     """The Lambda asset. The Docker image is never pulled: local bundling always succeeds.
-    ``for_host``: its dependencies for this machine, not Lambda's (``HOST_CONTEXT``)."""
+    ``for_host``: its dependencies for this machine, not Lambda's
+    (``once.constants.HOST_CONTEXT``)."""
     return lambda_.Code.from_asset(
         str(code_dir),
         exclude=list(EXCLUDE),

@@ -1,5 +1,6 @@
 """``OnceConsumer``: an SQS queue, its DLQ, an idempotency table and a Lambda function that
-runs every record of the queue through the once protocol, with its alarms.
+runs every record of the queue through the once protocol, with its alarms; or, with
+``queue=``, the same on an existing queue (``once_cdk.existing_queue``).
 
 It knows no handler and no business resource: the user names a code folder and a handler,
 and grants the function whatever its business code touches. Everything else is derived
@@ -11,11 +12,12 @@ so that an app holding an ``OnceConsumer`` inherits no finding.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Annotations, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -25,10 +27,9 @@ from constructs import Construct
 
 from once import constants as c
 from once.backoff import Backoff
-from once_cdk import permissions
+from once_cdk import existing_queue, permissions
 from once_cdk.bundling import (
     ARCHITECTURE,
-    HOST_CONTEXT,
     RUNTIME,
     check_code_dir,
     function_code,
@@ -134,6 +135,21 @@ class OnceConsumer(Construct):
     ``settings`` (the derived values), ``role``, ``log_group``, ``mapping``, ``alias``
     (with ``snap_start=True``, else None), ``alarms`` and ``dashboard``.
 
+    ``queue=`` (an ``sqs.IQueue``; None, the default, builds one) consumes an existing
+    queue, as AWS Solutions Constructs take an existing queue in place of building one: the
+    construct then builds neither the queue nor its DLQ. ``queue`` is the queue given,
+    ``dlq`` the DLQ of its redrive policy (None for an imported queue, whose redrive policy
+    it cannot read: no quarantine fast path, no DlqDepth alarm, no ``add_cli_outputs``).
+    The mapping, the grants (and ``kms:Decrypt`` on the queue's customer managed key, if it
+    has one) and the alarms are those of a built queue, the settings read from the queue
+    replacing those derived for it. A queue of this app (an ``sqs.Queue``) is refused unless
+    it keeps once's rules, each named with what to set (``once_cdk.existing_queue``): FIFO as
+    ``fifo=`` says, a visibility timeout of at least 6 x ``timeout`` + the batching window,
+    a DLQ with a maxReceiveCount that ``max_receive_count`` would pass (which stays unset),
+    encrypted and TLS only, the DLQ of its type and keeping messages longer; and no other
+    event source mapping may poll it. What cannot be read (an imported queue's settings, a
+    token) becomes a warning annotation, ``existing_queue.QUEUE_NOT_CHECKED``, naming it.
+
     ``maxReceiveCount``, derived (``max_receive_count=None``) or given, is held to one rule:
     the retry window before the DLQ, the sum of the handler's backoffs over the receives,
     covers at least 5 visibility timeouts (``settings.visibility_timeout_s``), so that a BUSY
@@ -219,6 +235,7 @@ class OnceConsumer(Construct):
         provisioned_pollers: tuple[int, int] | None = None,
         event_count_metrics: bool = False,
         snap_start: bool = False,
+        queue: sqs.IQueue | None = None,
     ) -> None:
         # Everything is checked before the construct joins the tree: a refused setting
         # leaves no half-built consumer behind.
@@ -238,6 +255,17 @@ class OnceConsumer(Construct):
             provisioned_pollers=provisioned_pollers,
             event_count_metrics=event_count_metrics,
         )
+        existing = (
+            None if queue is None else existing_queue.read(queue, settings, max_receive_count)
+        )
+        if existing is not None:
+            # What the queue holds replaces what the construct would derive for it.
+            settings = dataclasses.replace(
+                settings,
+                max_receive_count=existing.max_receive_count,
+                queue_visibility_timeout_s=existing.visibility_timeout_s,
+                queue_retention_s=existing.retention_s,
+            )
         snap_start_refused = snap_start_problem(snap_start, RUNTIME)
         if snap_start_refused:
             raise ConfigurationError(snap_start_refused)
@@ -250,7 +278,16 @@ class OnceConsumer(Construct):
         self.settings = settings
         removal = RemovalPolicy.RETAIN if retain_data else RemovalPolicy.DESTROY
 
-        self.dlq, self.queue = self._queues(settings)
+        self.queue: sqs.IQueue
+        self.dlq: sqs.IQueue | None
+        if existing is None:
+            self.dlq, self.queue = self._queues(settings)
+        else:
+            self.queue, self.dlq = existing.queue, existing.dlq
+            if existing.unchecked:
+                Annotations.of(self).add_warning_v2(
+                    existing_queue.QUEUE_NOT_CHECKED, existing.warning(self.node.path)
+                )
         self.table = dynamodb.Table(
             self,
             "Table",
@@ -284,7 +321,7 @@ class OnceConsumer(Construct):
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
             handler=handler,
-            code=function_code(code_path, for_host=bool(self.node.try_get_context(HOST_CONTEXT))),
+            code=function_code(code_path, for_host=bool(self.node.try_get_context(c.HOST_CONTEXT))),
             timeout=Duration.seconds(int(settings.timeout_s)),
             memory_size=settings.memory_mb,
             tracing=lambda_.Tracing.ACTIVE,
@@ -294,7 +331,8 @@ class OnceConsumer(Construct):
             environment={
                 **environment,
                 c.ENV_TABLE_NAME: self.table.table_name,
-                c.ENV_DLQ_URL: self.dlq.queue_url,
+                # An imported queue's DLQ is unknown: no quarantine fast path.
+                **({} if self.dlq is None else {c.ENV_DLQ_URL: self.dlq.queue_url}),
                 c.ENV_SERVICE_NAME: service_name,
                 c.ENV_METRICS_NAMESPACE: namespace,
                 c.ENV_RETENTION_S: str(settings.record_retention_s),
@@ -316,8 +354,17 @@ class OnceConsumer(Construct):
         )
         self._allow(permissions.IDEMPOTENCY_TABLE_ACTIONS, self.table.table_arn)
         self._allow(permissions.SOURCE_QUEUE_ACTIONS, self.queue.queue_arn)
-        self._allow(permissions.DLQ_ACTIONS, self.dlq.queue_arn)
+        if self.dlq is not None:
+            self._allow(permissions.DLQ_ACTIONS, self.dlq.queue_arn)
         self._allow(permissions.LOG_GROUP_ACTIONS, self.log_group.log_group_arn)
+        # An existing queue may be encrypted with a customer managed key (the queues the
+        # construct builds are SQS-managed: no key, no statement).
+        if self.queue.encryption_master_key is not None:
+            self._allow(
+                permissions.SOURCE_QUEUE_KEY_ACTIONS, self.queue.encryption_master_key.key_arn
+            )
+        if self.dlq is not None and self.dlq.encryption_master_key is not None:
+            self._allow(permissions.DLQ_KEY_ACTIONS, self.dlq.encryption_master_key.key_arn)
 
         self.mapping = lambda_.EventSourceMapping(
             self,

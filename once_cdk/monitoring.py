@@ -108,8 +108,8 @@ class Monitoring(Construct):
         name: str,
         settings: ConsumerSettings,
         namespace: str,
-        source: sqs.Queue,
-        dlq: sqs.Queue,
+        source: sqs.IQueue,
+        dlq: sqs.IQueue | None,
         function: lambda_.Function,
         alarm_email: str | None,
     ) -> None:
@@ -120,8 +120,13 @@ class Monitoring(Construct):
         def metric(metric_name: str) -> cloudwatch.Metric:
             return protocol_metric(namespace, service, metric_name)
 
-        dlq_depth = dlq.metric_approximate_number_of_messages_visible(
-            statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD
+        # None: an imported queue's DLQ, unknown to the construct (no DlqDepth alarm).
+        dlq_depth = (
+            None
+            if dlq is None
+            else dlq.metric_approximate_number_of_messages_visible(
+                statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD
+            )
         )
         oldest_age = source.metric_approximate_age_of_oldest_message(
             statistic=cloudwatch.Stats.MAXIMUM, period=PERIOD
@@ -134,10 +139,15 @@ class Monitoring(Construct):
         lease_expired = metric(c.METRIC_LEASE_EXPIRED)
         internal_error = metric(c.METRIC_INTERNAL_ERROR)
 
-        specs = [
-            AlarmSpec("DlqDepth", "Messages are waiting in the DLQ: they failed "
-                      f"{settings.receive_count} receives or were quarantined as permanent "
-                      "failures. Inspect them, fix the cause, then redrive.", dlq_depth, 0),
+        specs: list[AlarmSpec] = []
+        if dlq_depth is not None:
+            description = (
+                f"Messages are waiting in the DLQ: they failed {settings.receive_count} "
+                "receives or were quarantined as permanent failures. Inspect them, fix the "
+                "cause, then redrive."
+            )
+            specs.append(AlarmSpec("DlqDepth", description, dlq_depth, 0))
+        specs += [
             AlarmSpec("OldestMessageAge", "The oldest message in the source queue is older "
                       "than all its retries could make it: the consumer is stuck or too slow.",
                       oldest_age, settings.oldest_message_alarm_s),
@@ -196,7 +206,7 @@ class Monitoring(Construct):
                 source.metric_number_of_messages_deleted(period=PERIOD),
                 source.metric_approximate_number_of_messages_visible(period=PERIOD),
             ], right=[oldest_age]),
-            _graph("DLQ depth", [dlq_depth]),
+            *([] if dlq_depth is None else [_graph("DLQ depth", [dlq_depth])]),
             _graph("Function", [
                 function.metric_invocations(period=PERIOD), errors, throttles,
             ], right=[function.metric_duration(period=PERIOD, statistic="p99")]),

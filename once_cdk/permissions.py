@@ -29,6 +29,16 @@ SOURCE_QUEUE_ACTIONS: Final = (
 #: once/quarantine.py sends a permanent failure to the DLQ at once.
 DLQ_ACTIONS: Final = ("sqs:SendMessage",)
 
+#: An existing source queue (``queue=``) encrypted with a customer managed KMS key: the
+#: mapping receives with the function's role, and a message is decrypted as it is received
+#: ("kms:Decrypt" to receive from an encrypted queue; "kms:GenerateDataKey" and "kms:Decrypt"
+#: to send to one: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/
+#: sqs-key-management.html). On that key only; the queues the construct builds are
+#: SQS-managed (SSE-SQS) and need no KMS permission, nor does SQS's AWS managed key.
+SOURCE_QUEUE_KEY_ACTIONS: Final = ("kms:Decrypt",)
+#: The quarantine sends to the DLQ of such a queue, encrypted with a customer managed key.
+DLQ_KEY_ACTIONS: Final = ("kms:Decrypt", "kms:GenerateDataKey")
+
 #: The function writes its logs to its own log group only.
 LOG_GROUP_ACTIONS: Final = ("logs:CreateLogStream", "logs:PutLogEvents")
 

@@ -171,6 +171,11 @@ class ConsumerSettings:
     provisioned_pollers: tuple[int, int] | None = None
     #: The mapping's EventCount metrics (MetricsConfig), off unless asked for.
     event_count_metrics: bool = False
+    #: An existing source queue's visibility timeout and retention (``queue=``), as read
+    #: from it and checked by ``once_cdk.existing_queue``; None: the construct builds the
+    #: queue, with the derived visibility timeout and SQS's default retention.
+    queue_visibility_timeout_s: int | None = None
+    queue_retention_s: int | None = None
 
     def __post_init__(self) -> None:
         problems = self.problems()
@@ -419,7 +424,10 @@ class ConsumerSettings:
 
     @property
     def visibility_timeout_s(self) -> int:
-        """6 x the function timeout + the batching window."""
+        """6 x the function timeout + the batching window; an existing queue's own, which
+        is at least that."""
+        if self.queue_visibility_timeout_s is not None:
+            return self.queue_visibility_timeout_s
         return visibility_timeout_for(self.timeout_s, self.batching_window_s)
 
     @property
@@ -432,6 +440,9 @@ class ConsumerSettings:
 
     @property
     def source_retention_s(self) -> int:
+        """SQS's default, 4 days; an existing queue's own."""
+        if self.queue_retention_s is not None:
+            return self.queue_retention_s
         return c.DEFAULT_SOURCE_RETENTION_S
 
     @property

@@ -148,6 +148,11 @@ METRIC_OWED_SENT: Final = "OwedSent"
 #: A staged write's condition was refused at commit: nothing landed; counted beside its outcome.
 METRIC_WRITE_REFUSED: Final = "WriteRefused"
 
+# --- CDK context the ``once`` command sets ------------------------------------------------
+#: Bundles a consumer's dependencies for this machine, not Lambda's: the local cloud sets it
+#: when it synthesizes a team's app (``once_cdk.bundling``).
+HOST_CONTEXT: Final = "once:bundle-for-host"
+
 # --- Stack outputs (``once_cdk.add_cli_outputs`` writes them, the ``once`` command reads) ---
 #: One consumer's outputs. A stack with one consumer holds them under these keys; a stack
 #: with several, each consumer's under its construct id first (``RefundsQueueUrl``).
