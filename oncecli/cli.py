@@ -287,6 +287,67 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _target_args(logs)
 
+    event = _sub(
+        sub,
+        "event",
+        "write an SQS event for Lambda holding the given message bodies, to stdout (for "
+        "once invoke)",
+        epilog(),
+    )
+    event.add_argument("body", nargs="*", help='a message body, e.g. \'{"orderId": "o-1"}\'')
+    event.add_argument(
+        "--file", metavar="JSONL", help="also one body per line of this file (default: none)"
+    )
+    event.add_argument(
+        "--fifo-group",
+        metavar="G",
+        help="from a FIFO queue, every record in message group G (default: a standard queue)",
+    )
+
+    invoke = _sub(
+        sub,
+        "invoke",
+        "run a consumer's function once on an SQS event file, against the local cloud "
+        "`once up` runs; print its log, each record's outcome and the batch response",
+        epilog(
+            *target_failures,
+            SynthFailed,
+            failure="the function raised, timed out or crashed; or " + CliError.meaning,
+        ),
+    )
+    invoke.add_argument(
+        "event", metavar="EVENT.json", help="the event (`once event` writes one; - reads stdin)"
+    )
+    invoke.add_argument("--stack", help="the stack of the consumer (default: the app's only one)")
+    invoke.add_argument(
+        "--consumer",
+        metavar="NAME",
+        help="the consumer, by its construct id (default: the stack's only one)",
+    )
+    invoke.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        default=f"http://127.0.0.1:{LOCAL_PORT}",
+        help="the local cloud's endpoint, as `once up` prints it (default: %(default)s)",
+    )
+    invoke.add_argument(
+        "--dynamodb-endpoint-url",
+        metavar="URL",
+        help="where the tables are, if not at --endpoint-url (default: --endpoint-url)",
+    )
+    invoke.add_argument(
+        "--app",
+        metavar="CMD",
+        help="the command that synthesizes the CDK app, as for `once up` (default: the "
+        "nearest cdk.json's)",
+    )
+    invoke.add_argument(
+        "--template-dir", type=Path, metavar="DIR", help="the cloud assembly `once up` deployed"
+    )
+    invoke.add_argument(
+        "-c", "--context", action="append", metavar="KEY=VALUE", help="as given to `once up`"
+    )
+
     redrive = _sub(
         sub,
         "redrive",
@@ -440,6 +501,14 @@ def main(argv: list[str] | None = None) -> int:
             return _up(args, argv, console)
         if args.command == "env":
             return _env(args)
+        if args.command == "event":
+            from oncecli.invoke import write_event
+
+            return write_event(args)
+        if args.command == "invoke":
+            from oncecli.invoke import invoke
+
+            return invoke(args, console, context_pairs(args.context))
         if args.command == "logs":
             from oncecli.logs import logs
 

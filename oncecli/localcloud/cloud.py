@@ -37,9 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError, EndpointConnectionError
+
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
 from oncecli.consumers import consumers_in
-from oncecli.errors import EngineFailed, SynthFailed, UsageError
+from oncecli.errors import EngineFailed, StackNotFound, SynthFailed, UsageError
 from oncecli.localcloud import alarms, subscriptions
 from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.engines import (
@@ -191,7 +193,9 @@ class LocalCloud:
             raise ValueError(f"unknown engine {self.engine!r}: expected one of {ENGINES}")
 
     # --- lifecycle --------------------------------------------------------------------------
-    def start(self) -> LocalCloud:
+    def _synthesized(self) -> Path:
+        """The app's cloud assembly (synthesized, or cached from the last synth of the same
+        inputs), and the stacks of it that hold a consumer."""
         if self.assembly is None:
             self.project = self.project or Project.find()
             self.build_dir = self.project.build_dir
@@ -201,6 +205,36 @@ class LocalCloud:
             assembly = self.assembly
             self.build_dir.mkdir(parents=True, exist_ok=True)
         self.stacks = to_deploy(stacks_of(assembly))
+        return assembly
+
+    def attach(self, endpoint: str, dynamodb_endpoint: str | None = None) -> LocalCloud:
+        """A view of the local cloud another process runs (``once up``) at ``endpoint``:
+        the app's consumers, as deployed there, read from its engines; nothing is started
+        or deployed (``once invoke`` runs a function of it)."""
+        self._synthesized()
+        self.endpoints = {
+            "sqs": endpoint,
+            "dynamodb": dynamodb_endpoint or endpoint,
+            "cloudformation": endpoint,
+        }
+        cfn = self.client("cloudformation")
+        for stack in self.stacks:
+            try:
+                described = cfn.describe_stacks(StackName=stack.name)["Stacks"][0]
+            except ClientError as error:
+                raise StackNotFound(
+                    f"stack {stack.name} is not deployed at {endpoint}: is `once up` running "
+                    f"this app there? ({error.response.get('Error', {}).get('Message')})"
+                ) from error
+            except EndpointConnectionError as error:
+                raise EngineFailed(
+                    f"cannot reach {endpoint}: is the local cloud up (`once up`)?"
+                ) from error
+            self._read_consumers(stack, described)
+        return self
+
+    def start(self) -> LocalCloud:
+        assembly = self._synthesized()
         if not self.stacks:
             raise SynthFailed(
                 f"the app synthesized in {assembly} has no OnceConsumer: the local cloud runs "
@@ -263,11 +297,6 @@ class LocalCloud:
             Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
         )
         described = self._wait_for_stack(cfn, stack.name)
-        self._stack_outputs[stack.name] = {
-            o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])
-        }
-        # Each consumer's own outputs (add_cli_outputs), by the name --consumer gives it.
-        own = consumers_in(described.get("Outputs", []))
         self._apply_ttl(stack)
         if patched.subscriptions:
             notes, left_out = subscriptions.create(
@@ -283,6 +312,15 @@ class LocalCloud:
             self._create_alarms(stack, patched.alarms, cfn)
         if self.engine == "dynamodb-local":
             self._tables_on_dynamodb_local(stack)
+        self._read_consumers(stack, described)
+
+    def _read_consumers(self, stack: StackFound, described: dict[str, Any]) -> None:
+        """The stack's outputs and its consumers, as deployed (``DescribeStacks``)."""
+        self._stack_outputs[stack.name] = {
+            o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])
+        }
+        # Each consumer's own outputs (add_cli_outputs), by the name --consumer gives it.
+        own = consumers_in(described.get("Outputs", []))
         for found in stack.consumers:
             self.consumers.append(
                 Consumer(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -34,12 +35,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from once import constants as c
 from oncecli.errors import EngineFailed, SynthFailed
 from oncecli.project import PROJECT_NODE, Project
 
 #: The context the local cloud synthesizes with, under the project's own and the command
 #: line's: an app may choose its local settings by stage; the metadata flags are the ones
 #: the CDK CLI sets, so that each function names its asset and each resource its path.
+#: What quiets jsii's banner on a Node.js it no longer supports (jsii's check-node reads
+#: ``JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION``: the major versions to keep quiet on),
+#: where the local cloud starts a CDK app: the banner says nothing a team can act on here.
+JSII_QUIET = {
+    "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "14,16,18,20",
+}
+
+
+def _package_dir(name: str) -> Path:
+    """An installed package's folder, found without importing it (importing once_cdk
+    would start jsii)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SynthFailed(f"the {name} package is not installed here")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 LOCAL_CONTEXT = {
     "stage": "local",
     "aws:cdk:enable-path-metadata": True,
@@ -138,11 +158,8 @@ def _inputs_digest(project: Project, context: dict[str, Any]) -> str:
     """The synth cache key: the app command, the context, every file of the project but
     its outputs and tests, and the installed once runtime and construct (the asset and the
     template are built from them)."""
-    import once
-    import once_cdk
-
     digest = hashlib.sha256(json.dumps([project.app, context], sort_keys=True).encode())
-    folders = [project.root, Path(once.__file__).parent, Path(once_cdk.__file__).parent]
+    folders = [project.root, *(_package_dir(name) for name in ("once", "once_cdk"))]
     for folder in folders:
         for file in _files(folder):
             digest.update(str(file).encode())
@@ -156,11 +173,11 @@ def synth(
     """Synthesize the app's ``local`` stage into a cached cloud assembly directory; return
     it. The app runs as the CDK CLI runs it (its ``cdk.json`` command, in its folder), with
     the Python that runs ``once`` first on the ``PATH``, as an activated environment puts it,
-    and with its asset bundled for this machine (``once_cdk.bundling.HOST_CONTEXT``)."""
-    from once_cdk.bundling import HOST_CONTEXT
-
+    and with its asset bundled for this machine (``once.constants.HOST_CONTEXT``). Nothing
+    here imports the CDK: the app's own process starts jsii, silenced on an end-of-life Node
+    (``JSII_QUIET``)."""
     # As ``-c`` on the CDK CLI's command line: over cdk.json's and cdk.context.json's.
-    ctx = {**project.context, **LOCAL_CONTEXT, HOST_CONTEXT: True, **(context or {})}
+    ctx = {**project.context, **LOCAL_CONTEXT, c.HOST_CONTEXT: True, **(context or {})}
     build = project.build_dir
     out = build / f"synth-{_inputs_digest(project, ctx)}"
     if (out / "manifest.json").is_file():
@@ -172,7 +189,7 @@ def synth(
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "CDK_OUTDIR": str(staging),
         "CDK_CONTEXT_JSON": json.dumps(ctx),
-        "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+        **JSII_QUIET,
     }
     if "JSII_NODE" not in env and PROJECT_NODE.is_file():
         # jsii runs the app's constructs on the Node.js LTS that npm installed, if any.

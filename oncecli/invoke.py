@@ -1,0 +1,170 @@
+"""``once event`` and ``once invoke``: one invocation of a consumer's function on an SQS
+event file, as ``sam local generate-event sqs`` and ``sam local invoke -e`` give one.
+
+Why here and not through the queue: a team reproduces one batch as it was (a captured
+event, a hand-written body, a record that failed) and sees what the function did with each
+record and what it answered, without the mapping's polling, retries and backoff in between.
+The function runs as ``once up`` runs it: its deployed configuration and asset, its role
+enforced, every AWS call it makes going to the local cloud ``once up`` serves
+(``LocalCloud.attach``). What Lambda does with the answer (which messages are deleted) is
+judged by AWS's rules for a batch response (``localcloud.batchrules``) and printed; no
+message is deleted: the event's records were never in the queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
+from oncecli.errors import CliError, UsageError
+from oncecli.localcloud.batchrules import MALFORMED, decide
+from oncecli.localcloud.cloud import LocalCloud
+from oncecli.localcloud.mapping import Worker, event_record
+from oncecli.project import Project
+
+#: The source queue an event names when no stack's queue is given.
+EXAMPLE_QUEUE = "once-event"
+
+
+def event(
+    bodies: list[str], *, fifo_group: str | None = None, queue_arn: str | None = None
+) -> dict[str, Any]:
+    """An SQS event for Lambda holding ``bodies``, each a record as the event source
+    mapping hands it over: a new message id, a first receive, from a FIFO queue in group
+    ``fifo_group`` (with a deduplication id and a sequence number) if given."""
+    suffix = ".fifo" if fifo_group is not None else ""
+    arn = queue_arn or f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{EXAMPLE_QUEUE}{suffix}"
+    now_ms = int(time.time() * 1000)
+    records = []
+    for n, body in enumerate(bodies):
+        attributes = {
+            "ApproximateReceiveCount": "1",
+            "SentTimestamp": str(now_ms),
+            "SenderId": LOCAL_ACCOUNT,
+            "ApproximateFirstReceiveTimestamp": str(now_ms),
+        }
+        if fifo_group is not None:
+            attributes |= {
+                "MessageGroupId": fifo_group,
+                "MessageDeduplicationId": hashlib.sha256(body.encode()).hexdigest(),
+                "SequenceNumber": str(10**19 + now_ms * 1000 + n),
+            }
+        message = {
+            "MessageId": str(uuid.uuid4()),
+            "ReceiptHandle": uuid.uuid4().hex,
+            "Body": body,
+            "Attributes": attributes,
+            "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # SQS digests a body so
+        }
+        records.append(event_record(message, arn, LOCAL_REGION))
+    return {"Records": records}
+
+
+def write_event(args: argparse.Namespace) -> int:
+    """``once event``: the event, as JSON on stdout."""
+    bodies = list(args.body)
+    if args.file:
+        bodies += [line for line in Path(args.file).read_text().splitlines() if line.strip()]
+    if not bodies:
+        raise UsageError("no body: pass each message body as an argument, or --file JSONL")
+    print(json.dumps(event(bodies, fifo_group=args.fifo_group), indent=2))
+    return 0
+
+
+def _read_event(path: str) -> dict[str, Any]:
+    text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    try:
+        found = json.loads(text)
+    except ValueError as error:
+        raise UsageError(f"{path} is not JSON: {error}") from error
+    records = found.get("Records") if isinstance(found, dict) else None
+    if not isinstance(records, list) or not records:
+        raise UsageError(f"{path} is not an SQS event: it has no Records (`once event` writes one)")
+    for record in records:
+        if not isinstance(record, dict) or not {"messageId", "body"} <= set(record):
+            raise UsageError(f"{path}: each record needs at least messageId and body")
+    return found
+
+
+def _outcomes(log: str) -> dict[str, tuple[str, str]]:
+    """Each record's outcome and reason, from once's log lines (``message_id``,
+    ``outcome``): the last line of each message wins."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in log.splitlines():
+        text = line.strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("message_id") and entry.get("outcome"):
+            found[str(entry["message_id"])] = (str(entry["outcome"]), str(entry.get("reason", "")))
+    return found
+
+
+def invoke(args: argparse.Namespace, console: Console, context: dict[str, str]) -> int:
+    """``once invoke``: run the consumer's function once on the event; print its log, each
+    record's outcome and the batch response. Exit 1 if the function raised, timed out or
+    crashed."""
+    payload = _read_event(args.event)
+    cloud = LocalCloud(
+        assembly=args.template_dir,
+        context=context,
+        project=None if args.template_dir else Project.find(app=args.app),
+    ).attach(args.endpoint_url, args.dynamodb_endpoint_url)
+    consumer = cloud.consumer(args.stack, args.consumer)
+    with tempfile.TemporaryDirectory(prefix="once-invoke-") as tmp:
+        log = Path(tmp) / "function.log"
+        worker = Worker(
+            consumer.function,
+            {**consumer.function.environment, **cloud.worker_env(consumer)},
+            str(log),
+        )
+        worker.launch()
+        try:
+            worker.wait_ready()
+            response, error, trouble = worker.invoke(payload)
+        finally:
+            worker.close()
+        lines = log.read_text() if log.is_file() else ""
+    sys.stderr.write(lines)
+    ids = [str(r["messageId"]) for r in payload["Records"]]
+    decision = decide(
+        ids,
+        response,
+        error=error,
+        report_batch_item_failures=consumer.mapping.report_batch_item_failures,
+    )
+    logged = _outcomes(lines)
+    table = Table(title=f"once invoke: {consumer.stack} ({consumer.name})", title_justify="left")
+    table.add_column("message id", no_wrap=True)
+    table.add_column("once's outcome")
+    table.add_column("Lambda would")
+    for message_id in ids:
+        outcome, reason = logged.get(message_id, ("-", ""))
+        table.add_row(
+            message_id,
+            f"{outcome} ({reason})" if reason else outcome,
+            "delete it" if message_id in decision.delete else "leave it for redelivery",
+        )
+    console.print(table)
+    answered = "not valid JSON" if response is MALFORMED else json.dumps(response)
+    console.print(
+        f"batch response: {answered if error is None else error}", soft_wrap=True, markup=False
+    )
+    console.print(f"by AWS's rules: {decision.reason}", soft_wrap=True, markup=False)
+    if error is not None:
+        raise CliError(f"the function failed ({trouble or 'raised'}): {error}")
+    return 0
