@@ -122,7 +122,17 @@ def test_the_once_command_offers_only_what_works_in_a_teams_project():
         for action in build_parser()._actions
         if getattr(action, "choices", None) and action.dest == "command"
     ]
-    assert set(commands) == {"up", "send", "status", "inspect", "redrive", "logs", "env"}
+    assert set(commands) == {
+        "up",
+        "send",
+        "status",
+        "inspect",
+        "redrive",
+        "logs",
+        "env",
+        "event",
+        "invoke",
+    }
 
 
 def test_the_pytest_plugin_ships_and_is_registered(wheel):
