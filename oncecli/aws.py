@@ -10,6 +10,7 @@ a table scan live here; so does the idempotency record's key, re-exported from t
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,17 +44,25 @@ def local_env() -> dict[str, str]:
     return {**LOCAL_CREDENTIALS, "AWS_REGION": LOCAL_REGION, "AWS_DEFAULT_REGION": LOCAL_REGION}
 
 
+#: boto3's default session builds clients from shared state that is not thread-safe:
+#: ``local_client`` builds one at a time, so that threads may each build their own.
+_CLIENT_LOCK = threading.Lock()
+
+
 def local_client(service: str, endpoint: str, *, pool: int = 20) -> Any:
     """A client for a local engine: the local region and credentials, standard retries."""
-    # Any service by name: the stubs' overloads know literal names only.
-    return boto3.client(  # type: ignore[call-overload]
-        service,
-        endpoint_url=endpoint,
-        region_name=LOCAL_REGION,
-        aws_access_key_id=LOCAL_ACCESS_KEY_ID,
-        aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
-        config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=pool),
-    )
+    with _CLIENT_LOCK:
+        # Any service by name: the stubs' overloads know literal names only.
+        return boto3.client(  # type: ignore[call-overload]
+            service,
+            endpoint_url=endpoint,
+            region_name=LOCAL_REGION,
+            aws_access_key_id=LOCAL_ACCESS_KEY_ID,
+            aws_secret_access_key=LOCAL_SECRET_ACCESS_KEY,
+            config=Config(
+                retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=pool
+            ),
+        )
 
 
 @dataclass(frozen=True)

@@ -318,7 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     invoke.add_argument(
         "event", metavar="EVENT.json", help="the event (`once event` writes one; - reads stdin)"
     )
-    invoke.add_argument("--stack", help="the stack of the consumer (default: the app's only one)")
+    invoke.add_argument(
+        "--stack",
+        help=f"the stack of the consumer (default: ${STACK_ENV}, then the app's only one)",
+    )
     invoke.add_argument(
         "--consumer",
         metavar="NAME",
@@ -342,10 +345,17 @@ def build_parser() -> argparse.ArgumentParser:
         "nearest cdk.json's)",
     )
     invoke.add_argument(
-        "--template-dir", type=Path, metavar="DIR", help="the cloud assembly `once up` deployed"
+        "--template-dir",
+        type=Path,
+        metavar="DIR",
+        help="the cloud assembly `once up` deployed (default: synthesize the app, cached)",
     )
     invoke.add_argument(
-        "-c", "--context", action="append", metavar="KEY=VALUE", help="as given to `once up`"
+        "-c",
+        "--context",
+        action="append",
+        metavar="KEY=VALUE",
+        help="CDK context, as given to `once up` (default: none)",
     )
 
     redrive = _sub(

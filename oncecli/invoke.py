@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -26,7 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
+from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, STACK_ENV
 from oncecli.errors import CliError, UsageError
 from oncecli.localcloud.batchrules import MALFORMED, decide
 from oncecli.localcloud.cloud import LocalCloud
@@ -124,7 +125,7 @@ def invoke(args: argparse.Namespace, console: Console, context: dict[str, str]) 
         context=context,
         project=None if args.template_dir else Project.find(app=args.app),
     ).attach(args.endpoint_url, args.dynamodb_endpoint_url)
-    consumer = cloud.consumer(args.stack, args.consumer)
+    consumer = cloud.consumer(args.stack or os.environ.get(STACK_ENV) or None, args.consumer)
     with tempfile.TemporaryDirectory(prefix="once-invoke-") as tmp:
         log = Path(tmp) / "function.log"
         worker = Worker(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import pytest
 from oncecli import operate
 from oncecli.aws import queue_depth
 from oncecli.cli import build_parser, main
-from oncecli.errors import EngineNotInstalled, UnshareNotPermitted
+from oncecli.errors import EngineNotInstalled, UnshareNotPermitted, UsageError
 from oncecli.localcloud import engines
 from oncecli.project import ROOT
 from tests.localcloud.helpers import CONTEXT, mapping_for
@@ -355,3 +356,41 @@ def test_a_taken_port_is_refused_with_the_process_that_holds_it():
     message = str(caught.value)
     assert f"port {port} on 127.0.0.1 is taken by pid {os.getpid()}" in message
     assert "--port 0" in message
+
+
+def test_once_env_sets_what_aws_cli_v1_and_v2_read(capsys):
+    """AWS CLI v1 takes its region from AWS_DEFAULT_REGION only and ignores
+    AWS_ENDPOINT_URL for SQS: both regions are exported and the alias passes
+    --endpoint-url on every call; v2 and the SDKs read AWS_ENDPOINT_URL."""
+    assert main(["env", "--endpoint-url", "http://127.0.0.1:4999"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1" in lines
+    assert "export AWS_ENDPOINT_URL=http://127.0.0.1:4999" in lines
+    assert "alias awsonce='aws --endpoint-url http://127.0.0.1:4999'" in lines
+    assert "unset AWS_PROFILE AWS_SESSION_TOKEN" in lines
+    assert not [line for line in lines if "DYNAMODB" in line]
+    assert main(["env", "--dynamodb-endpoint-url", "http://127.0.0.1:5000"]) == 0
+    assert "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:5000" in capsys.readouterr().out
+
+
+def test_once_event_writes_an_sqs_event_that_once_invoke_reads(capsys, tmp_path):
+    from oncecli.invoke import _read_event
+
+    body = '{"orderId": "o-1"}'
+    assert main(["event", body, body, "--fifo-group", "c-1"]) == 0
+    written = capsys.readouterr().out
+    event = json.loads(written)
+    first, second = event["Records"]
+    assert first["body"] == second["body"] == body
+    assert first["messageId"] != second["messageId"]
+    assert first["eventSource"] == "aws:sqs"
+    assert first["eventSourceARN"].endswith(".fifo")
+    assert first["attributes"]["MessageGroupId"] == "c-1"
+    assert int(first["attributes"]["SequenceNumber"]) < int(second["attributes"]["SequenceNumber"])
+    assert first["md5OfBody"] == hashlib.md5(body.encode()).hexdigest()
+    path = tmp_path / "event.json"
+    path.write_text(written)
+    assert _read_event(str(path)) == event
+    path.write_text('{"Records": []}')
+    with pytest.raises(UsageError, match="not an SQS event"):
+        _read_event(str(path))
