@@ -19,6 +19,7 @@ failure of the harness, not of the consumer: the run stops with ``HarnessFailed`
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import multiprocessing
 import os
@@ -27,6 +28,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -612,11 +614,15 @@ def chaos(
     history_dir: Path | None = None,
     fifo: bool = False,
     retention_s: int | None = None,
+    side_by_side: bool = False,
 ) -> list[Run]:
     """Every consumer, one after the other, under the same workload and fault plan.
 
     ``fifo``: FIFO queues, message group = account. ``retention_s``: records kept that
     long (swept as DynamoDB's TTL does) instead of each consumer's default.
+    ``side_by_side``: the consumers run at the same time, each on its own queues and tables
+    (a run mostly waits on visibility timeouts and backoffs): the same verdicts sooner,
+    but their timings measure a shared machine, so the command runs them one by one.
     Each consumer's history is a JSON-lines file; it is kept in ``history_dir`` if given
     (to read the events behind a violation), and deleted with the run otherwise.
     """
@@ -626,18 +632,19 @@ def chaos(
     with tempfile.TemporaryDirectory(prefix="once-chaos-") as tmp:
         workdir = (history_dir or Path(tmp)).resolve()
         workdir.mkdir(parents=True, exist_ok=True)
-        return [
-            run_consumer(
-                impl,
-                work,
-                seed=seed,
-                endpoints=endpoints,
-                workers=workers,
-                rates=plan,
-                workdir=workdir,
-                progress=progress,
-                fifo=fifo,
-                retention_s=retention_s,
-            )
-            for impl in implementations
-        ]
+        run = functools.partial(
+            run_consumer,
+            work=work,
+            seed=seed,
+            endpoints=endpoints,
+            workers=workers,
+            rates=plan,
+            workdir=workdir,
+            progress=progress,
+            fifo=fifo,
+            retention_s=retention_s,
+        )
+        if not side_by_side:
+            return [run(impl) for impl in implementations]
+        with ThreadPoolExecutor(len(implementations), thread_name_prefix="chaos") as pool:
+            return list(pool.map(run, implementations))

@@ -49,6 +49,7 @@ def runs(endpoints: Endpoints) -> dict[str, Run]:
         workers=3,
         rates=RATES,
         implementations=("once", "once-unfenced", "powertools", "naive"),
+        side_by_side=True,
     )
     return {run.impl: run for run in done}
 
@@ -62,6 +63,7 @@ def test_each_seed_s_first_wave_leaves_poison_in_the_dlq_for_the_redrive() -> No
         assert any(s.kind == "poison" and s.wave == 0 for s in work.sends), seed
 
 
+@pytest.mark.xdist_group("harness-standard")
 def test_once_keeps_every_invariant_under_every_fault(runs: dict[str, Run]) -> None:
     once = runs["once"]
     assert once.deliveries >= 250
@@ -80,6 +82,7 @@ def test_once_keeps_every_invariant_under_every_fault(runs: dict[str, Run]) -> N
         assert once.faults.get(fault, 0) > 0, f"{fault} was never injected"
 
 
+@pytest.mark.xdist_group("harness-standard")
 def test_once_reports_the_time_from_a_busy_or_failed_delivery_to_done(
     runs: dict[str, Run],
 ) -> None:
@@ -92,12 +95,14 @@ def test_once_reports_the_time_from_a_busy_or_failed_delivery_to_done(
         assert runs[impl].to_completion == {}
 
 
+@pytest.mark.xdist_group("harness-standard")
 def test_the_harness_catches_a_finalize_without_its_fence(runs: dict[str, Run]) -> None:
     control = runs["once-unfenced"]
     assert control.faults.get("pause", 0) > 0
     assert control.violations["stale_write_landed"] + control.violations["one_completed_result"] > 0
 
 
+@pytest.mark.xdist_group("harness-standard")
 def test_the_peers_ran_under_the_same_workload(runs: dict[str, Run]) -> None:
     for impl in ("powertools", "naive"):
         assert runs[impl].deliveries > 0
@@ -114,10 +119,12 @@ def fifo_runs(endpoints: Endpoints) -> dict[str, Run]:
         rates=RATES,
         implementations=("once", "naive-unordered"),
         fifo=True,
+        side_by_side=True,
     )
     return {run.impl: run for run in done}
 
 
+@pytest.mark.xdist_group("harness-fifo")
 def test_once_keeps_every_invariant_and_each_group_s_order_on_a_fifo_queue(
     fifo_runs: dict[str, Run],
 ) -> None:
@@ -130,6 +137,7 @@ def test_once_keeps_every_invariant_and_each_group_s_order_on_a_fifo_queue(
     assert once.faults["workload_poison"] > 0
 
 
+@pytest.mark.xdist_group("harness-fifo")
 def test_the_harness_catches_a_fifo_consumer_that_ignores_message_groups(
     fifo_runs: dict[str, Run],
 ) -> None:
@@ -150,6 +158,7 @@ def retention_run(endpoints: Endpoints) -> Run:
     return once
 
 
+@pytest.mark.xdist_group("harness-retention")
 def test_once_keeps_every_invariant_while_its_records_expire_and_are_swept(
     retention_run: Run,
 ) -> None:
@@ -176,6 +185,7 @@ def atomic_runs(endpoints: Endpoints) -> dict[str, Run]:
     return {run.impl: run for run in done}
 
 
+@pytest.mark.xdist_group("harness-atomic")
 def test_once_atomic_commits_each_credit_and_notification_once_under_every_fault(
     atomic_runs: dict[str, Run],
 ) -> None:

@@ -55,10 +55,13 @@ def check(report: dict) -> None:
     assert report["acknowledged"] + report["dlq_reasons"]["maxReceiveCount exceeded"] == 40
 
 
+# Each demo is a process of its own with its own local cloud: they run side by side.
+@pytest.mark.xdist_group("demo-moto")
 def test_demo_on_moto(tmp_path):
     check(demo(tmp_path))
 
 
+@pytest.mark.xdist_group("demo-dynamodb-local")
 @pytest.mark.dynamodb_local
 def test_demo_on_dynamodb_local(tmp_path):
     """The CLI enters a private network namespace itself; if unshare is not permitted here,
@@ -68,6 +71,7 @@ def test_demo_on_dynamodb_local(tmp_path):
     assert report["engine"] == "dynamodb-local"
 
 
+@pytest.mark.xdist_group("demo-fifo")
 def test_demo_fifo_on_moto_applies_each_accounts_payments_in_order(tmp_path):
     report = demo(tmp_path, "--fifo")
     check(report)
