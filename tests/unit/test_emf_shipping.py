@@ -97,3 +97,50 @@ def test_the_shipper_ships_new_complete_lines_once_and_not_an_earlier_run_s(
     assert shipper.ship() == 0
     shipped = [d["MetricName"] for put in cloudwatch.puts for d in put["MetricData"]]
     assert shipped == ["Duplicate", "Duplicate"]
+
+
+class _Logs:
+    """CloudWatch Logs as PutLogEvents sees a call: it refuses one over its limits."""
+
+    class exceptions:
+        class ResourceAlreadyExistsException(Exception):
+            pass
+
+    def __init__(self) -> None:
+        self.calls: list[list[dict[str, Any]]] = []
+        self.groups: set[str] = set()
+
+    def create_log_group(self, logGroupName: str) -> None:
+        if logGroupName in self.groups:
+            raise self.exceptions.ResourceAlreadyExistsException()
+        self.groups.add(logGroupName)
+
+    def create_log_stream(self, logGroupName: str, logStreamName: str) -> None:
+        pass
+
+    def put_log_events(self, logGroupName: str, logStreamName: str, logEvents: list) -> None:
+        assert 0 < len(logEvents) <= 10_000
+        assert sum(len(e["message"].encode()) + 26 for e in logEvents) <= 1_048_576
+        self.calls.append(logEvents)
+
+
+class _CloudWatch:
+    def put_metric_data(self, **request: Any) -> None:
+        pass
+
+
+@given(st.lists(st.text(max_size=200_000).map(lambda t: t.replace("\n", " ")), max_size=30))
+def test_every_line_reaches_the_log_group_in_order_within_put_log_events_limits(lines):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "workers.log"
+        path.write_text("")
+        logs = _Logs()
+        shipper = Shipper(_CloudWatch(), logs)
+        shipper.follow(path, "/aws/lambda/team")
+        shipper.follow(path, "/aws/lambda/team")  # a second follow finds the group made
+        path.write_text("".join(f"{line}\n" for line in lines))
+        shipper.ship()
+    shipped = [event["message"] for call in logs.calls for event in call]
+    assert shipped == [line for line in "".join(f"{x}\n" for x in lines).splitlines()]
