@@ -464,7 +464,7 @@ def _up(args: argparse.Namespace, argv: list[str], console: Console) -> int:
             for consumer, mapping in zip(local.consumers, mappings, strict=True):
                 console.print(
                     f"{consumer.stack} ({consumer.name}): mapping running with "
-                    f"{mapping.concurrency} workers; logs in {local.build_dir / consumer.log_name}",
+                    f"{mapping.concurrency} workers; logs in {local.log_dir / consumer.log_name}",
                     soft_wrap=True,
                 )
             shipper.start()

@@ -27,6 +27,7 @@ calls land on moto, and a service moto does not emulate answers with an error at
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
@@ -185,8 +186,12 @@ class LocalCloud:
     #: Whether a thread evaluates the alarms while the cloud runs (``alarms.Evaluator``).
     evaluate_alarms_every: float | None = alarms.EVALUATE_EVERY_S
     _evaluator: alarms.Evaluator | None = None
+    #: Where this cloud's logs go (the engines', the workers'): the build folder, or a
+    #: folder of its own there while another cloud of the same app runs (``_own_logs``).
+    log_dir: Path = BUILD_DIR
     _engines: list[Engine] = field(default_factory=list)
     _stack_outputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    _log_lock: Any = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -242,8 +247,9 @@ class LocalCloud:
             )
         os.environ.update(local_env())
         os.environ.pop("AWS_PROFILE", None)
+        self._own_logs()
         try:
-            moto = MotoServer(log=self.build_dir / "moto.log", port=self.port).start()
+            moto = MotoServer(log=self.log_dir / "moto.log", port=self.port).start()
             self._engines.append(moto)
             self.endpoints = {
                 "sqs": moto.endpoint,
@@ -251,7 +257,7 @@ class LocalCloud:
                 "cloudformation": moto.endpoint,
             }
             if self.engine == "dynamodb-local":
-                local = DynamoDBLocal(log=self.build_dir / "dynamodb-local.log").start()
+                local = DynamoDBLocal(log=self.log_dir / "dynamodb-local.log").start()
                 self._engines.append(local)
                 self.endpoints["dynamodb"] = local.endpoint
             for stack in self.stacks:
@@ -265,6 +271,21 @@ class LocalCloud:
             raise
         return self
 
+    def _own_logs(self) -> None:
+        """The logs of this cloud, apart from any other running for the same app: the
+        workers' lines are shipped from their file to this cloud's CloudWatch, so two clouds
+        writing one file would each ship the other's metrics. The first cloud of an app
+        holds a lock on its build folder and logs there; one started while it runs logs in
+        a folder of its own (``run-<pid>``), named where ``once up`` prints the logs."""
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        lock = (self.build_dir / ".logs.lock").open("a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.log_dir = self.build_dir
+        except BlockingIOError:
+            self.log_dir = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=self.build_dir))
+        self._log_lock = lock
+
     def stop(self) -> None:
         if self._evaluator is not None:
             self._evaluator.stop()
@@ -272,6 +293,9 @@ class LocalCloud:
         for engine in reversed(self._engines):
             engine.stop()
         self._engines = []
+        if self._log_lock is not None:
+            self._log_lock.close()  # releases the lock
+            self._log_lock = None
 
     def __enter__(self) -> LocalCloud:
         return self.start()
@@ -489,7 +513,7 @@ class LocalCloud:
             sqs_factory=lambda: self.client("sqs"),
             workers=workers,
             env=self.worker_env(consumer),
-            log_path=str(self.build_dir / log_name),
+            log_path=str(self.log_dir / log_name),
         )
 
     def run_consumers(self, workers: Callable[[Consumer], int], shipper: Shipper) -> list[Mapping]:
@@ -502,7 +526,7 @@ class LocalCloud:
             for consumer in self.consumers:
                 mapping = self.mapping(workers(consumer), consumer.log_name, consumer)
                 running.append(mapping.start())
-                shipper.follow(self.build_dir / consumer.log_name, consumer.function.log_group)
+                shipper.follow(self.log_dir / consumer.log_name, consumer.function.log_group)
         except BaseException:
             for mapping in running:
                 mapping.stop()

@@ -163,7 +163,7 @@ class OnceCloud:
         self.cloud = LocalCloud(context=self._context, project=self._project).start()
         try:
             _warn_of_stripped(self.cloud)
-            self._shipper = Shipper(self.cloud.client("cloudwatch"))
+            self._shipper = Shipper(self.cloud.client("cloudwatch"), self.cloud.client("logs"))
             self._mappings = self.cloud.run_consumers(
                 lambda c: min(self._workers, c.mapping.max_concurrency or self._workers),
                 self._shipper,

@@ -136,7 +136,7 @@ def _ledger(cloud: OnceCloud, stack: str) -> list[dict[str, Any]]:
 
 def _worker_log(cloud: OnceCloud, stack: str) -> str:
     assert cloud.cloud is not None
-    path = Path(cloud.cloud.build_dir) / cloud.consumer(stack, "Orders").log_name
+    path = Path(cloud.cloud.log_dir) / cloud.consumer(stack, "Orders").log_name
     return path.read_text() if path.is_file() else ""
 
 
@@ -201,7 +201,7 @@ def test_a_policy_put_on_the_role_after_the_deploy_holds_for_a_worker_started_af
         ),
     )
     assert shop.cloud is not None
-    log = str(Path(shop.cloud.build_dir) / "workers-role-probe.log")
+    log = str(Path(shop.cloud.log_dir) / "workers-role-probe.log")
     env = {**function.environment, **shop.cloud.worker_env(consumer)}  # as the mapping has it
     worker = Worker(function, env, log)
     worker.launch()

@@ -274,7 +274,7 @@ def test_a_function_s_own_log_level_stands_in_its_worker_log(cloud: tuple) -> No
     once_cloud.drain()
     assert once_cloud.record(STACK, order, consumer="Raw").status == "COMPLETED"
     logs = {
-        name: (once_cloud.cloud.build_dir / once_cloud.consumer(STACK, name).log_name).read_text()
+        name: (once_cloud.cloud.log_dir / once_cloud.consumer(STACK, name).log_name).read_text()
         for name in ("Wrapped", "Raw")
     }
     info = [json.loads(line) for line in logs["Wrapped"].splitlines() if order in line]

@@ -172,7 +172,7 @@ def _receive_all(shop: OnceCloud, url: str, want: int) -> list[dict[str, Any]]:
 
 def _log_lines(shop: OnceCloud, consumer: str) -> list[dict[str, Any]]:
     assert shop.cloud is not None
-    path = Path(shop.cloud.build_dir) / shop.consumer(STACK, consumer).log_name
+    path = Path(shop.cloud.log_dir) / shop.consumer(STACK, consumer).log_name
     lines = []
     for line in path.read_text().splitlines() if path.is_file() else ():
         try:

@@ -254,7 +254,7 @@ def test_an_outbox_message_to_an_sns_topic_reaches_moto(
         sqs_factory=lambda: cloud.client("sqs"),
         workers=1,
         env=cloud.worker_env(consumer),
-        log_path=str(cloud.build_dir / "workers-endpoints-test.log"),
+        log_path=str(cloud.log_dir / "workers-endpoints-test.log"),
     )
     sqs, ddb = cloud.client("sqs"), cloud.client("dynamodb")
     table = function.environment[c.ENV_TABLE_NAME]
