@@ -119,7 +119,8 @@ def run(options: DemoOptions, argv: list[str], console: Console) -> dict[str, An
                 deleted=mapping.stats.deleted_ids,
                 ddb=ddb,
                 sqs=sqs,
-                outputs=cloud.outputs,
+                # The consumer's outputs and the example's own (its ledger, its notifications).
+                outputs={**cloud.outputs_of(cloud.only().stack), **cloud.outputs},
                 prefix=prefix,
                 fifo=options.fifo,
             )

@@ -1,5 +1,7 @@
 """Small seeded runs of the fault-injection harness, on DynamoDB Local: a standard queue,
-a FIFO queue and a short record retention.
+a FIFO queue and a short record retention. Each run is a session fixture: built once in
+the process that runs its tests (``make test`` gives each its own, ``xdist_group``),
+however the suite's order interleaves them with other modules.
 
 once must come out of each with no violation and nothing lost; each control (once
 finalizing without its fence; a FIFO loop that ignores message groups) must be caught, or
@@ -35,12 +37,12 @@ RATES = {
 RETENTION_S = 25  # command.MIN_RETENTION_S: past the longest run from a claim to its business code
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def endpoints(dynamodb_local: dict, moto_server: str) -> Endpoints:
     return Endpoints(sqs=moto_server, dynamodb=dynamodb_local["endpoint"])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runs(endpoints: Endpoints) -> dict[str, Run]:
     done = chaos(
         300,
@@ -109,7 +111,7 @@ def test_the_peers_ran_under_the_same_workload(runs: dict[str, Run]) -> None:
         assert set(runs[impl].violations) == set(runs["once"].violations)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fifo_runs(endpoints: Endpoints) -> dict[str, Run]:
     done = chaos(
         300,
@@ -144,7 +146,7 @@ def test_the_harness_catches_a_fifo_consumer_that_ignores_message_groups(
     assert fifo_runs["naive-unordered"].violations["order_broken"] > 0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def retention_run(endpoints: Endpoints) -> Run:
     (once,) = chaos(
         300,
@@ -172,7 +174,7 @@ def test_once_keeps_every_invariant_while_its_records_expire_and_are_swept(
 TWO_HOP_RATES = RATES | {"kill_before_clear": 0.02, "send_failed": 0.03, "send_duplicated": 0.03}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def atomic_runs(endpoints: Endpoints) -> dict[str, Run]:
     done = chaos(
         200,
