@@ -344,13 +344,3 @@ class Spy:
 @pytest.fixture
 def spy() -> Spy:
     return Spy()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``make test`` spreads the suite over processes (pytest-xdist, ``--dist loadgroup``):
-    each module runs whole in one of them, so that its module fixtures (a local cloud, a
-    harness run) are built once, unless its tests name groups of their own
-    (``pytest.mark.xdist_group``) to run side by side."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

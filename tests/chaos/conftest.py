@@ -10,6 +10,7 @@ import pytest
 from once import constants as c
 from oncecli.aws import create_table, local_client
 from oncecli.localcloud import engines
+from proof.chaos.harness import Endpoints
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +31,8 @@ def dynamodb_local() -> Iterator[dict]:
 def moto_server() -> Iterator[str]:
     with engines.MotoServer() as moto:
         yield moto.endpoint
+
+
+@pytest.fixture(scope="session")
+def endpoints(dynamodb_local: dict, moto_server: str) -> Endpoints:
+    return Endpoints(sqs=moto_server, dynamodb=dynamodb_local["endpoint"])
