@@ -57,11 +57,12 @@ lint: .venv/.installed
 # TEST_PROCESSES processes share the suite, a whole module to each (--dist loadscope), so
 # that a module's fixtures (a local cloud, a harness run) are built once: most of its time
 # is waiting (engines, visibility timeouts, synth), not computing. The longest runs are
-# modules of their own (tests/chaos/test_harness_*.py, tests/localcloud/test_demo*.py).
+# modules of their own (tests/chaos/test_harness_*.py, tests/localcloud/test_demo*.py) and
+# start first, in the order tests/conftest.py gives them (--no-loadscope-reorder).
 TEST_PROCESSES ?= 4
 test: setup java lint
 	@unshare -n true 2>/dev/null || { echo "make test: 'unshare -n' is not permitted here, and the DynamoDB Local suites need a private network namespace: run as root or with CAP_SYS_ADMIN." >&2; exit 1; }
-	unshare -n sh -c 'ip link set lo up && exec $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadscope --durations=10'
+	unshare -n sh -c 'ip link set lo up && exec $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadscope --no-loadscope-reorder --durations=10'
 
 synth: setup
 	npx cdk synth --quiet -o cdk.out

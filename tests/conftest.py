@@ -348,18 +348,19 @@ def spy() -> Spy:
 
 #: The modules that take longest (a minute or more each, mostly waiting: a harness run, a
 #: demo, a model search; ``make test`` prints the slowest), run first. ``make test`` hands a
-#: whole module to each process in collection order, so the longest start first and the
-#: short ones fill in around them: the suite ends when its longest module does, not later.
+#: whole module to each process in collection order (``--no-loadscope-reorder``), two at a
+#: time to each: the four longest start at once, a shorter one queued behind each, so that
+#: the suite ends when its longest module does, not later.
 SLOW_FIRST = (
     "tests/chaos/test_harness_fifo.py",
     "tests/chaos/test_record_model.py",
     "tests/chaos/test_harness.py",
     "tests/chaos/test_message_model.py",
-    "tests/chaos/test_harness_atomic.py",
+    "tests/chaos/test_harness_retention.py",
     "tests/localcloud/test_demo.py",
     "tests/localcloud/test_demo_fifo.py",
     "tests/localcloud/test_demo_dynamodb_local.py",
-    "tests/chaos/test_harness_retention.py",
+    "tests/chaos/test_harness_atomic.py",
     "tests/localcloud/test_refunds_app.py",
     "tests/bench/test_retry_bench.py",
     "tests/localcloud/test_alarms_on_local_cloud.py",
