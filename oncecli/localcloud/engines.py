@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import ctypes
 import os
+import re
 import shutil
 import signal
 import socket
@@ -49,30 +50,28 @@ def free_port() -> int:
 
 
 def port_holder(port: int) -> str | None:
-    """Which process listens on ``port`` of this network namespace, as ``pid N (command)``:
-    read from ``/proc`` (the sockets in ``/proc/net/tcp*``, the processes' open files), so
-    that an error can name it. None when it cannot be told (another user's process, or no
-    ``/proc``)."""
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                fields = line.split()
-                # local address "ADDR:PORT" in hex; state 0A is LISTEN
-                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
-                    inodes.add(fields[9])
-    if not inodes:
+    """Which process listens on ``port`` of this network namespace, as ``pid N (command)``,
+    so that an error can name it: asked of ``ss`` (iproute2, beside the ``ip`` the local
+    cloud already needs), whose netlink dump lists each socket once with its process, where
+    ``/proc/net/tcp`` read on a busy machine can skip a line. None when it cannot be told
+    (no ``ss``, another user's process)."""
+    ss = shutil.which("ss")
+    if ss is None:
         return None
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            for fd in (proc / "fd").iterdir():
-                link = os.readlink(fd)
-                if link.startswith("socket:[") and link[8:-1] in inodes:
-                    command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                    return f"pid {proc.name} ({command.strip()[:120]})"
-    return None
+    listed = subprocess.run(
+        [ss, "-H", "-l", "-t", "-n", "-p", f"sport = :{port}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    found = re.search(r'users:\(\("(?P<command>[^"]*)",pid=(?P<pid>\d+)', listed)
+    if found is None:
+        return None
+    command = found["command"]
+    with contextlib.suppress(OSError):
+        raw = Path(f"/proc/{found['pid']}/cmdline").read_bytes()
+        command = raw.replace(b"\0", b" ").decode().strip()[:120] or command
+    return f"pid {found['pid']} ({command})"
 
 
 def check_port_free(port: int, flag: str = "--port") -> None:
