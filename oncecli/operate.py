@@ -477,13 +477,13 @@ def alarms_view(target: Target) -> Table:
     return table
 
 
-def status_view(targets: list[Target]) -> Group:
-    """The tables ``status`` prints: for each consumer its queues and records and its
-    outcome counts, then the stack's alarms."""
+def status_view(targets: list[tuple[Target, str]]) -> Group:
+    """The tables ``status`` prints: for each consumer (with its metrics namespace) its
+    queues and records and its outcome counts, then the stack's alarms."""
     tables: list[Table] = []
-    for target in targets:
-        tables.extend(_consumer_view(target, _namespace(target)))
-    return Group(*tables, alarms_view(targets[0]))
+    for target, namespace in targets:
+        tables.extend(_consumer_view(target, namespace))
+    return Group(*tables, alarms_view(targets[0][0]))
 
 
 def _consumer_view(target: Target, namespace: str) -> tuple[Table, Table]:
@@ -523,7 +523,8 @@ def status(args: argparse.Namespace, console: Console) -> int:
     """The queues, records and outcome counts of the consumer ``--consumer`` names, else of
     each consumer of the stack; with ``--watch``, refreshed in place on a terminal, one
     frame after another into a pipe or a file (where nothing can be redrawn)."""
-    targets = resolve_each(args)
+    # Each function's namespace once: a --watch frame reads the queues, records and metrics.
+    targets = [(target, _namespace(target)) for target in resolve_each(args)]
     if not args.watch:
         console.print(status_view(targets))
         return 0
