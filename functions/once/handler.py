@@ -39,6 +39,8 @@ from once.store import RecordStore
 from once.visibility import Visibility
 
 _FROM_ENV: Any = object()
+#: What business code may do (``make_handler(effects=)``).
+Effects = Literal["any", "staged"]
 #: An AWS call that hangs gives up after seconds (botocore waits 60 s), so a slow DynamoDB or
 #: SQS call cannot eat the invocation's time; the standard retries then try again.
 _CONNECT_TIMEOUT_S = 2
@@ -74,6 +76,7 @@ class Handler:
         min_remaining_ms: int,
         quarantine_takeovers: bool,
         backoff: Backoff | None,
+        effects: Effects = "any",
     ) -> None:
         self._process = process
         # A handler function's name, as decorators that wrap a handler read it (Powertools'
@@ -90,6 +93,7 @@ class Handler:
         self._min_remaining_ms = min_remaining_ms
         self._quarantine_takeovers = quarantine_takeovers
         self._backoff = backoff
+        self._effects: Effects = effects
         self._visibility: Visibility | None = None
         self._config: _Config | None = None
         self._store: RecordStore | None = None
@@ -140,6 +144,12 @@ class Handler:
             self._processor.close()
         if self._clients is not None:
             self._clients.close()
+
+    @property
+    def effects(self) -> Effects:
+        """``"staged"``: business code runs first and one write commits it, no claim
+        (``make_handler(effects=)``); ``"any"``: the two-phase protocol."""
+        return self._effects
 
     @property
     def table_name(self) -> str | None:
@@ -219,6 +229,7 @@ class Handler:
                 min_remaining_ms=self._min_remaining_ms,
                 max_workers=self._max_workers,
                 quarantine_takeovers=self._quarantine_takeovers,
+                staged=self._effects == "staged",
             )
             self._processor = BatchProcessor(
                 self._process, store, quarantine, outbox, self._reader, settings, logger
@@ -443,6 +454,7 @@ def make_handler(
     on_expired_lease: Literal["run", "quarantine"] = "run",
     backoff_base_s: int | None = c.DEFAULT_BACKOFF_BASE_S,
     backoff_max_s: int | None = c.DEFAULT_BACKOFF_MAX_S,
+    effects: Effects = "any",
 ) -> Handler:
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
 
@@ -463,6 +475,15 @@ def make_handler(
     checked the effect and redriven it, the redriven message runs, if the record is still
     that FAILED one. A conservatively true takeover (a retried claim, see
     ``Attempt.takeover``) is quarantined too.
+
+    ``effects="staged"`` is for business code whose every effect is staged on the attempt
+    (``attempt.write``, ``attempt.send``), or that has none beyond its result: it may read
+    anything and changes nothing itself. Business code then runs first, with no claim
+    (``attempt.fence`` is None), and ONE conditional write completes the record with what
+    it staged (one ``TransactWriteItems`` when it staged writes): one DynamoDB call per new
+    message instead of two. Copies in flight at once may all run business code; exactly one
+    commit lands, and the others end as duplicates (their staged effects never land).
+    ``"any"`` (the default) claims first, for business code with effects of its own.
 
     A record reported in ``batchItemFailures`` comes back after
     ``min(backoff_max_s, backoff_base_s * 2**(n-1))`` s, n its ApproximateReceiveCount; a
@@ -487,6 +508,17 @@ def make_handler(
     if on_expired_lease not in ("run", "quarantine"):
         raise ValueError(
             f'on_expired_lease must be "run" or "quarantine" (got {on_expired_lease!r})'
+        )
+    if effects not in ("any", "staged"):
+        raise ValueError(
+            f'effects must be "any" (business code may change anything) or "staged" (every '
+            f"effect is staged on the attempt) (got {effects!r})"
+        )
+    if effects == "staged" and on_expired_lease == "quarantine":
+        raise ValueError(
+            'effects="staged" takes no lease, so there is no expired lease to quarantine: '
+            'on_expired_lease="quarantine" is for effects that cannot be fenced, which '
+            'effects="staged" rules out'
         )
     for name, value, least, why in (
         ("lease_margin_s", lease_margin_s, 0, "a lease shorter than the invocation lets a "
@@ -516,6 +548,7 @@ def make_handler(
         max_workers=max_workers,
         min_remaining_ms=min_remaining_ms,
         quarantine_takeovers=on_expired_lease == "quarantine",
+        effects=effects,
         backoff=(
             Backoff(backoff_base_s, backoff_max_s)
             if backoff_base_s is not None and backoff_max_s is not None

@@ -160,7 +160,8 @@ class Attempt:
     """
 
     key: str
-    fence: int
+    fence: int | None
+    """The claim's fence; None under ``effects="staged"``, where no claim is made."""
     message_id: str
     takeover: bool
     """True when this claim took over one that expired mid-flight: reconcile downstream.

@@ -77,6 +77,8 @@ class Settings:
     max_workers: int
     #: on_expired_lease="quarantine": a takeover sends its message to the DLQ, runs nothing.
     quarantine_takeovers: bool = False
+    #: effects="staged": business code first, then one write (``_run_staged``), no claim.
+    staged: bool = False
 
 
 @dataclass
@@ -239,6 +241,8 @@ class BatchProcessor:
             return self._follow(item, leader, context)
         if self._too_late(context):
             handled = RecordResult(message_id, Outcome.DEADLINE, parsed.key)
+        elif self._settings.staged:
+            handled = self._run_staged(item.record, parsed, context)
         else:
             handled = self._claim_and_run(item.record, parsed, context)
         leaders[(parsed.key, parsed.payload_hash)] = handled
@@ -280,28 +284,7 @@ class BatchProcessor:
         except Exception as error:  # DynamoDB unreachable or throttled past retries
             return RecordResult(message_id, Outcome.FAILED, parsed.key, reason=_class(error))
         if isinstance(claim, Rejected):
-            if claim.outcome is Outcome.DUPLICATE and claim.record.outbox:
-                owed = RecordResult(message_id, Outcome.OWED_SENT, parsed.key, claim.record.fence)
-                return self._send_owed(
-                    stored_as, claim.record.fence, claim.record.outbox, owed, context
-                )
-            if claim.outcome is Outcome.CONFLICT:
-                return self._quarantined(
-                    record,
-                    parsed.key,
-                    c.REASON_CONFLICT,
-                    "payload differs from the stored record",
-                    context,
-                    outcome=Outcome.CONFLICT,
-                    fence=claim.record.fence,
-                )
-            return RecordResult(
-                message_id,
-                claim.outcome,
-                parsed.key,
-                claim.record.fence,
-                holder_remaining_ms=claim.holder_remaining_ms,
-            )
+            return self._rejected(record, parsed, stored_as, claim, context)
         attempt = _Attempt(
             record,
             parsed,
@@ -316,6 +299,132 @@ class BatchProcessor:
         ):
             return self._quarantine_takeover(attempt)
         return self._execute(attempt)
+
+    def _rejected(
+        self,
+        record: SQSRecord,
+        parsed: Parsed,
+        stored_as: str,
+        rejected: Rejected,
+        context: Any,
+    ) -> RecordResult:
+        """A copy the record refused (a claim's, or a staged commit's, condition): a
+        DUPLICATE acknowledged (once the outbox it owes is sent), a CONFLICT quarantined, a
+        BUSY one back after the holder's lease."""
+        message_id, old = record.message_id, rejected.record
+        if rejected.outcome is Outcome.DUPLICATE and old.outbox:
+            owed = RecordResult(message_id, Outcome.OWED_SENT, parsed.key, old.fence)
+            return self._send_owed(stored_as, old.fence, old.outbox, owed, context)
+        if rejected.outcome is Outcome.CONFLICT:
+            return self._quarantined(
+                record,
+                parsed.key,
+                c.REASON_CONFLICT,
+                "payload differs from the stored record",
+                context,
+                outcome=Outcome.CONFLICT,
+                fence=old.fence,
+            )
+        return RecordResult(
+            message_id,
+            rejected.outcome,
+            parsed.key,
+            old.fence,
+            holder_remaining_ms=rejected.holder_remaining_ms,
+        )
+
+    def _run_staged(self, record: SQSRecord, parsed: Parsed, context: Any) -> RecordResult:
+        """``effects="staged"``: business code runs first, with no claim (``attempt.fence``
+        is None), staging every effect it has; then one write completes the record under
+        the claim's condition, with what it staged (``RecordStore.commit_staged``). The
+        record refusing that write refuses the copy as it would refuse a claim
+        (``_rejected``). Nothing that ends without the commit wrote anything: a raise, a
+        refused staged write or a canceled commit leaves no record to undo, and a copy that
+        ends so for a reason of its own is first judged by the record
+        (``_refused_by_record``): a duplicate is acknowledged, never quarantined."""
+        message_id = record.message_id
+        stored_as = record_id(self._settings.key_prefix, parsed.key)
+        effects = Effects(table_name=self._store.table_name, record_id=stored_as)
+        handed = Attempt(
+            key=parsed.key,
+            fence=None,
+            message_id=message_id,
+            takeover=False,
+            record=None,
+            effects=effects,
+        )
+        failed = RecordResult(message_id, Outcome.FAILED, parsed.key)
+        try:
+            value = self._process(parsed.body, handed)
+        except PermanentError as error:
+            refused = self._refused_by_record(record, parsed, stored_as, context)
+            if refused is not None:
+                return refused
+            return self._quarantined(
+                record, parsed.key, c.REASON_PERMANENT_ERROR, describe_error(error), context
+            )
+        except Exception as error:
+            return _replace(failed, Outcome.FAILED, describe_error(error))
+        done = RecordResult(message_id, Outcome.PROCESSED, parsed.key)
+        result, done = self._encoded(value, done)
+        try:
+            committed = self._store.commit_staged(
+                stored_as,
+                payload_hash=parsed.payload_hash,
+                message_id=message_id,
+                result=result,
+                effects=effects if effects else None,
+            )
+        except WriteRefused as refusal:
+            refused = self._refused_by_record(record, parsed, stored_as, context)
+            if refused is not None:
+                return refused
+            said = f"{c.REASON_WRITE_REFUSED}: {refusal}"
+            if refusal.refused == "quarantine":
+                return self._quarantined(record, parsed.key, c.REASON_WRITE_REFUSED, said, context)
+            return _replace(failed, Outcome.FAILED, c.REASON_WRITE_REFUSED)
+        except CommitCanceled as canceled:
+            return _replace(failed, Outcome.FAILED, f"{c.REASON_COMMIT_FAILED}: {canceled}")
+        except Exception as error:  # may have landed: the redelivery's commit finds out
+            log_safely(
+                self._logger,
+                "warning",
+                "staged commit failed: the message comes back and commits, or is a duplicate",
+                record_id=stored_as,
+                error=_class(error),
+            )
+            return _replace(failed, Outcome.FAILED, _class(error))
+        if isinstance(committed, Rejected):
+            return self._rejected(record, parsed, stored_as, committed, context)
+        done = dataclasses.replace(done, fence=committed.fence)
+        if not effects.messages:
+            return done
+        return self._send_owed(
+            stored_as, committed.fence, effects.messages, done, context, owner=committed.owner
+        )
+
+    def _refused_by_record(
+        self, record: SQSRecord, parsed: Parsed, stored_as: str, context: Any
+    ) -> RecordResult | None:
+        """A staged copy that ends without its commit for a reason of its own: the
+        record's refusal of it, where the record refuses it (``RecordStore.staged_refusal``:
+        one read); None where the copy's own reason stands, or the record cannot be read
+        (the copy's reason then decides: nothing is lost, a duplicate at worst comes back or
+        is quarantined)."""
+        try:
+            rejected = self._store.staged_refusal(stored_as, payload_hash=parsed.payload_hash)
+        except Exception as error:
+            log_safely(
+                self._logger,
+                "warning",
+                "record not read",
+                record_id=stored_as,
+                error=_class(error),
+            )
+            return None
+        if rejected is None:
+            return None
+        return self._rejected(record, parsed, stored_as, rejected, context)
 
     def _quarantine_takeover(self, attempt: _Attempt) -> RecordResult:
         """Mark the record FAILED (fenced) with the fence its review must name, then send
@@ -381,28 +490,33 @@ class BatchProcessor:
 
     def _complete(self, attempt: _Attempt, value: Any) -> RecordResult:
         """Business code returned: the record completes, whatever the value, with what it
-        staged (``_commit``). Nothing here raises: the result is stored in a safe form when
-        it cannot be stored as is (said in a warning), and only the completing write itself
-        failing (DynamoDB refusing it past the SDK's retries) leaves the record IN_PROGRESS,
-        as a crash before the finalize would."""
+        staged (``_commit``). Nothing here raises: only the completing write itself failing
+        (DynamoDB refusing it past the SDK's retries) leaves the record IN_PROGRESS, as a
+        crash before the finalize would."""
+        result, done = self._encoded(value, attempt.done)
+        return self._commit(dataclasses.replace(attempt, done=done), result)
+
+    def _encoded(self, value: Any, done: RecordResult) -> tuple[str, RecordResult]:
+        """The result as stored, whatever business code returned: in a safe form when it
+        cannot be stored as is (said in a warning), with ``done`` marked an internal error
+        if once's own encoder failed."""
         try:
             stored = encode_result(value)
         except Exception as error:  # encode_result is total; a bug in it still completes
             stored = StoredResult(stand_in(value), (type_name(value),), _class(error))
-            done = dataclasses.replace(attempt.done, internal_error=True)
-            attempt = dataclasses.replace(attempt, done=done)
+            done = dataclasses.replace(done, internal_error=True)
         if stored.stand_ins:
             log_safely(
                 self._logger,
                 "warning",
                 "result stored in a safe form: what cannot be stored as JSON is stored as "
                 '{"unencodable": "<type>"}',
-                message_id=attempt.done.message_id,
-                key=attempt.done.key,
+                message_id=done.message_id,
+                key=done.key,
                 stand_ins=sorted(set(stored.stand_ins)),
                 error=stored.error,
             )
-        return self._commit(attempt, stored.text)
+        return stored.text, done
 
     def _commit(self, attempt: _Attempt, result: str) -> RecordResult:
         """Complete the record with the staged writes (one transaction) and its outbox, then
@@ -477,15 +591,18 @@ class BatchProcessor:
     def _send_owed(
         self,
         record_id: str,
-        fence: int,
+        fence: int | None,
         messages: tuple[OutboxMessage, ...] | list[OutboxMessage],
         done: RecordResult,
         context: Any,
+        *,
+        owner: str | None = None,
     ) -> RecordResult:
         """Send a COMPLETED record's outbox, then clear it: ``done`` (acknowledged) once it
         owes nothing, else OWED (redelivered; the next delivery sends it again, with the same
         identity). With too little time left, nothing is sent: the batch response comes
-        first."""
+        first. The clear is tied to the completion by its ``fence``, or by its ``owner``
+        for a staged commit (whose transaction does not say the fence)."""
         if self._too_late(context):
             return _replace(done, Outcome.OWED, _OWED_DEADLINE)
         sent = self._outbox.send(record_id, messages)
@@ -504,7 +621,7 @@ class BatchProcessor:
             )
             return _replace(done, Outcome.OWED, f"{_OWED_UNSENT}: {why}")
         try:
-            self._store.clear_outbox(record_id, fence)
+            self._store.clear_outbox(record_id, fence, owner=owner)
         except Exception as error:
             log_safely(
                 self._logger,

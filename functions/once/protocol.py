@@ -135,6 +135,75 @@ def judge_commit(codes: list[str], old: Record | None, *, me: str, fence: int) -
     return Verdict.CANCELED
 
 
+def judge_staged_commit(old: Record, *, me: str, payload_hash: str) -> Verdict:
+    """Classify a staged commit (``effects="staged"``: business code ran first, then one
+    write completes the record under the claim's condition) whose condition failed, from the
+    record that stopped it: my own commit, retried by the SDK after it landed (my owner,
+    COMPLETED), is MINE; anything else is judged as a refused claim (``_refusing``)."""
+    if old.owner == me and old.status == c.STATUS_COMPLETED:
+        return Verdict.MINE
+    return _refusing(old, payload_hash=payload_hash)
+
+
+def _refusing(old: Record, *, payload_hash: str) -> Verdict:
+    """Why a live record refuses a staged copy: another payload is a CONFLICT; COMPLETED
+    is a DUPLICATE (what the copy staged never lands); a live ``IN_PROGRESS`` (a two-phase
+    claim, while a deploy switches modes) is BUSY. (FAILED or an expired lease with the same
+    hash would have let it in; a clock race says retry later, the safe answer.)"""
+    if old.payload_hash != payload_hash:
+        return Verdict.CONFLICT
+    if old.status == c.STATUS_COMPLETED:
+        return Verdict.DUPLICATE
+    return Verdict.BUSY
+
+
+def judge_staged_cancel(
+    codes: list[str], old: Record | None, *, me: str, payload_hash: str
+) -> Verdict:
+    """Classify a staged commit with staged writes (one ``TransactWriteItems``, the record
+    last) that DynamoDB canceled: the record's condition failing is judged as
+    ``judge_staged_commit``; otherwise as ``judge_commit`` (a staged write's condition:
+    REFUSED; causes that pass: TRANSIENT; one that stays: CANCELED). Nothing landed."""
+    if codes and codes[-1] == CONDITION_FAILED and old is not None:
+        return judge_staged_commit(old, me=me, payload_hash=payload_hash)
+    if CONDITION_FAILED in codes[:-1]:
+        return Verdict.REFUSED
+    causes = set(codes) - {"None"}
+    if causes and causes <= TRANSIENT_REASONS:
+        return Verdict.TRANSIENT
+    return Verdict.CANCELED
+
+
+def claim_condition_holds(old: Record | None, *, now_ms: int, payload_hash: str) -> bool:
+    """Whether the claim's condition (``store._CLAIM_CONDITION``) would let a write in over
+    ``old``: an absent or expired record, or a FAILED or lease-expired ``IN_PROGRESS`` one
+    with the same payload hash. The staged mode asks it of a record it read, to tell a
+    refusal of its own from one the record would have made."""
+    if old is None or not old.is_live(now_ms // 1000):
+        return True
+    if old.payload_hash != payload_hash:
+        return False
+    if old.status == c.STATUS_FAILED:
+        return True
+    return old.status == c.STATUS_IN_PROGRESS and (old.lease_expires_at or 0) < now_ms
+
+
+def judge_staged_refusal(old: Record | None, *, now_ms: int, payload_hash: str) -> Verdict:
+    """``effects="staged"``: a copy that ended without its commit for a reason of its own (a
+    staged write's condition refused the transaction, or business code raised a
+    ``PermanentError``), judged by the record read after it (strongly consistent; None:
+    absent). The record speaks first: where it would refuse a claim, the copy ends as that
+    refusal (a DUPLICATE is acknowledged, not retried or quarantined: its business code's
+    view of the world came after the commit that landed). Otherwise the copy's own reason
+    stands: REFUSED. DynamoDB does not document that a canceled transaction reports every
+    element whose condition failed, so a duplicate's refused staged write is never taken on
+    its own word."""
+    if claim_condition_holds(old, now_ms=now_ms, payload_hash=payload_hash):
+        return Verdict.REFUSED
+    assert old is not None
+    return _refusing(old, payload_hash=payload_hash)
+
+
 def judge_write_error(code: str | None) -> Verdict:
     """Classify a completing write (the commit, or the plain completion) that DynamoDB
     refused with an error other than a condition's or a transaction's cancellation, from

@@ -32,6 +32,9 @@ from once.protocol import (
     judge_claim,
     judge_commit,
     judge_finalize,
+    judge_staged_cancel,
+    judge_staged_commit,
+    judge_staged_refusal,
     judge_write_error,
 )
 
@@ -65,6 +68,21 @@ _COMPLETE_WITH_OUTBOX_UPDATE = (
 #: touched).
 _CLEAR_UPDATE = "SET #updated = :now_ms REMOVE #outbox"
 _CLEAR_CONDITION = "#fence = :fence AND #status = :completed AND attribute_exists(#outbox)"
+#: The clear after a staged commit with staged writes, whose fence the transaction does not
+#: return: its owner, new with every claim and every staged commit, ties it to that commit.
+_CLEAR_OWNED_CONDITION = "#owner = :me AND #status = :completed AND attribute_exists(#outbox)"
+#: The one write of ``effects="staged"``: the record COMPLETED under the claim's condition,
+#: the fence bumped as a claim bumps it (``_CLAIM_CONDITION``).
+_STAGED_UPDATE = (
+    "SET #status = :completed, #owner = :me, #result = :result, #expires = :expires, "
+    "#hash = :hash, #message = :message, #updated = :now_ms "
+    "ADD #fence :one REMOVE #lease, #error, #review"
+)
+_STAGED_WITH_OUTBOX_UPDATE = (
+    "SET #status = :completed, #owner = :me, #result = :result, #expires = :expires, "
+    "#hash = :hash, #message = :message, #updated = :now_ms, #outbox = :outbox "
+    "ADD #fence :one REMOVE #lease, #error, #review"
+)
 _FAIL_UPDATE = "SET #status = :failed, #error = :error, #updated = :now_ms REMOVE #lease"
 #: A quarantined takeover's fail also records the fence its review must name.
 _FAIL_FOR_REVIEW_UPDATE = (
@@ -127,6 +145,15 @@ class Rejected:
         if self.record.lease_expires_at is None:
             return None
         return self.record.lease_expires_at - self.at_ms
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A staged commit landed: the record is COMPLETED as ``owner``, at ``fence`` (None when
+    the transaction that carried staged writes does not say it)."""
+
+    owner: str
+    fence: int | None
 
 
 class WriteRefused(Exception):
@@ -347,17 +374,139 @@ class RecordStore:
             raise _Canceled(verdict, codes) from None
         return verdict is Verdict.MINE
 
-    def clear_outbox(self, record_id: str, fence: int) -> bool:
+    def clear_outbox(self, record_id: str, fence: int | None, *, owner: str | None = None) -> bool:
         """Every message of the record's outbox is sent: remove it, if the record is still
-        the COMPLETED one (``fence``) that stored it. False: nothing to clear (another
-        delivery cleared it, or the record has been claimed afresh)."""
+        the COMPLETED one (``fence``, or ``owner`` for a staged commit whose fence is not
+        known) that stored it. False: nothing to clear (another delivery cleared it, or the
+        record has been claimed afresh)."""
         values = {
-            ":fence": _n(fence),
             ":completed": _s(c.STATUS_COMPLETED),
             ":now_ms": _n(int(self._clock() * 1000)),
         }
-        _, rejected = self._write(record_id, _CLEAR_UPDATE, _CLEAR_CONDITION, values)
+        if owner is not None:
+            values[":me"] = _s(owner)
+            condition = _CLEAR_OWNED_CONDITION
+        else:
+            assert fence is not None
+            values[":fence"] = _n(fence)
+            condition = _CLEAR_CONDITION
+        _, rejected = self._write(record_id, _CLEAR_UPDATE, condition, values)
         return not rejected
+
+    def commit_staged(
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        message_id: str,
+        result: str,
+        effects: Effects | None = None,
+    ) -> Committed | Rejected:
+        """``effects="staged"``: complete the record in one write, after business code ran,
+        under the claim's condition (a new key, an expired record, or a FAILED or
+        lease-expired one with the same payload), bumping the fence as a claim does; with
+        staged writes, one ``TransactWriteItems``, the record last. Refused, it is judged
+        as a refused claim (``Rejected``: DUPLICATE, CONFLICT or BUSY; nothing staged
+        landed). Raises ``WriteRefused`` or ``CommitCanceled`` when nothing landed for
+        another reason."""
+        now = self._clock()
+        now_s, now_ms = int(now), int(now * 1000)
+        me = uuid.uuid4().hex
+        values: dict[str, Any] = {
+            ":completed": _s(c.STATUS_COMPLETED),
+            ":in_progress": _s(c.STATUS_IN_PROGRESS),
+            ":failed": _s(c.STATUS_FAILED),
+            ":me": _s(me),
+            ":result": _s(result),
+            ":expires": _n(now_s + self._retention_s),
+            ":hash": _s(payload_hash),
+            ":message": _s(message_id),
+            ":now_ms": _n(now_ms),
+            ":now_s": _n(now_s),
+            ":one": _n(1),
+        }
+        update = _STAGED_UPDATE
+        if effects is not None and effects.messages:
+            update = _STAGED_WITH_OUTBOX_UPDATE
+            values[":outbox"] = {"L": [_s(m.to_json()) for m in effects.messages]}
+        else:
+            update += ", #outbox"
+        record = {
+            "TableName": self._table,
+            "Key": {c.ATTR_ID: _s(record_id)},
+            "UpdateExpression": update,
+            "ConditionExpression": _CLAIM_CONDITION,
+            "ExpressionAttributeNames": _names(update + " " + _CLAIM_CONDITION),
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        ended: list[Committed | Rejected] = []
+
+        def rejected(old: Record, verdict: Verdict) -> bool:
+            if verdict is Verdict.MINE:  # my own commit, landed, retried by the SDK
+                ended.append(Committed(owner=me, fence=old.fence))
+            else:
+                ended.append(Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms))
+            return True
+
+        def plain() -> bool:
+            old, refused = self._write(
+                record_id,
+                update,
+                _CLAIM_CONDITION,
+                values,
+                return_old_on_success=True,
+            )
+            if refused:
+                assert old is not None  # a failed claim condition implies an existing item
+                return rejected(old, judge_staged_commit(old, me=me, payload_hash=payload_hash))
+            ended.append(Committed(owner=me, fence=(old.fence if old is not None else 0) + 1))
+            return True
+
+        def transaction() -> bool:
+            assert effects is not None
+            try:
+                self._client.transact_write_items(
+                    TransactItems=[*effects.writes, {"Update": record}],
+                    ClientRequestToken=client_request_token(me, 0),
+                )
+            except ClientError as error:
+                if error_code(error) != "TransactionCanceledException":
+                    raise
+                reasons: Any = error.response.get("CancellationReasons") or []
+                codes = [reason.get("Code") or "None" for reason in reasons]
+                item = reasons[-1].get("Item") if reasons else None
+                old = Record.from_item(item) if item else None
+                verdict = judge_staged_cancel(codes, old, me=me, payload_hash=payload_hash)
+                if verdict is Verdict.REFUSED:
+                    index = codes.index(CONDITION_FAILED)
+                    ((operation, body),) = effects.writes[index].items()
+                    raise WriteRefused(
+                        index, operation, str(body["TableName"]), effects.refusals[index]
+                    ) from None
+                if verdict in (Verdict.TRANSIENT, Verdict.CANCELED):
+                    raise _Canceled(verdict, codes) from None
+                assert old is not None
+                return rejected(old, verdict)
+            ended.append(Committed(owner=me, fence=None))
+            return True
+
+        self._tried(transaction if effects is not None and effects.writes else plain)
+        return ended[-1]
+
+    def staged_refusal(self, record_id: str, *, payload_hash: str) -> Rejected | None:
+        """``effects="staged"``: a copy ended without its commit for a reason of its own (a
+        refused staged write, a ``PermanentError``): read the record (strongly consistent)
+        and say whether it refuses the copy first (``protocol.judge_staged_refusal``): a
+        ``Rejected`` (DUPLICATE, CONFLICT or BUSY), or None when the copy's own reason
+        stands. One read, on that path only."""
+        now_ms = int(self._clock() * 1000)
+        old = self.get(record_id)
+        verdict = judge_staged_refusal(old, now_ms=now_ms, payload_hash=payload_hash)
+        if verdict is Verdict.REFUSED:
+            return None
+        assert old is not None
+        return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
 
     def fail(
         self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None

@@ -20,18 +20,23 @@ ENTRY_PREFIX = "payment#"
 ACCOUNT_PREFIX = "account#"
 
 
-def entry(table: str, payment_id: str, account: str, amount: int, *, fence: int) -> dict[str, Any]:
+def entry(
+    table: str, payment_id: str, account: str, amount: int, *, fence: int | None
+) -> dict[str, Any]:
     """Put the payment's entry, which must not exist yet; ``fence``: the attempt that
-    committed it (the record's fence)."""
+    committed it (the record's fence), when a claim made one (not under
+    ``effects="staged"``)."""
+    item = {
+        c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id},
+        "account": {"S": account},
+        "amount": {"N": str(amount)},
+    }
+    if fence is not None:
+        item["fence"] = {"N": str(fence)}
     return {
         "Put": {
             "TableName": table,
-            "Item": {
-                c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id},
-                "account": {"S": account},
-                "amount": {"N": str(amount)},
-                "fence": {"N": str(fence)},
-            },
+            "Item": item,
             "ConditionExpression": "attribute_not_exists(#id)",
             "ExpressionAttributeNames": {"#id": c.PARTITION_KEY},
         }

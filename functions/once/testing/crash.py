@@ -51,7 +51,7 @@ from once.effects import Effects, OutboxMessage
 from once.models import Record
 from once.outbox import Outbox
 from once.quarantine import Quarantine
-from once.store import Claimed, RecordStore, Rejected
+from once.store import Claimed, Committed, RecordStore, Rejected
 
 AFTER_CLAIM = "after_claim"
 AFTER_PROCESS = "after_process"
@@ -207,11 +207,34 @@ class CrashingStore(RecordStore):
         write = functools.partial(super().complete, effects=effects)
         return self._finalize_or_die(write, record_id, claim, result)
 
-    def clear_outbox(self, record_id: str, fence: int) -> bool:
+    def clear_outbox(self, record_id: str, fence: int | None, *, owner: str | None = None) -> bool:
         with self._switch.call():
-            cleared = super().clear_outbox(record_id, fence)
+            cleared = super().clear_outbox(record_id, fence, owner=owner)
         self._switch.check()
         return cleared
+
+    def commit_staged(
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        message_id: str,
+        result: str,
+        effects: Effects | None = None,
+    ) -> Committed | Rejected:
+        # effects="staged": business code ran before any call (there is no claim to die
+        # after); the commit is its finalize.
+        self._switch.reached(AFTER_PROCESS)
+        with self._switch.call():
+            committed = super().commit_staged(
+                record_id,
+                payload_hash=payload_hash,
+                message_id=message_id,
+                result=result,
+                effects=effects,
+            )
+        self._switch.reached(BEFORE_FINALIZE)
+        return committed
 
     def fail(
         self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None

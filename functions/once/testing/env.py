@@ -40,6 +40,7 @@ from once.models import BatchResult, Outcome, Record, RecordResult, record_id
 from once.outbox import Outbox
 from once.store import RecordStore
 from once.testing.crash import (
+    AFTER_CLAIM,
     TIMEOUT,
     CrashingOutbox,
     CrashingQuarantine,
@@ -329,7 +330,12 @@ class OnceEnv:
         String attribute, a number a Number, bytes Binary), as a producer or a redrive
         sets them (``once.reason``, ``once.fence``...)."""
         check_crash_point(crash)
-        _once_handler(handler)
+        if crash == AFTER_CLAIM and _once_handler(handler).effects == "staged":
+            raise ValueError(
+                'crash="after_claim" under effects="staged": no claim is made, business code '
+                'runs first; crash "after_process" (before the one write) or '
+                '"before_finalize" (once it landed)'
+            )
         texts = _texts(bodies)
         if fifo_group is not None and same_batch and len(texts) > c.FIFO_MAX_BATCH_SIZE:
             raise ValueError(
