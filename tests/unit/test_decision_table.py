@@ -9,7 +9,16 @@ import pytest
 
 from once import constants as c
 from once.models import METRIC_NAMES, Outcome, Record
-from once.protocol import Verdict, is_takeover, judge_claim, judge_finalize
+from once.protocol import (
+    Verdict,
+    claim_condition_holds,
+    is_takeover,
+    judge_claim,
+    judge_finalize,
+    judge_staged_cancel,
+    judge_staged_commit,
+    judge_staged_refusal,
+)
 
 ME, OTHER = "me", "other"
 HASH, OTHER_HASH = "h" * 64, "x" * 64
@@ -171,3 +180,78 @@ def test_a_record_is_read_from_a_low_level_item() -> None:
         message_id="m",
         updated_at=11,
     )
+
+
+# --- effects="staged": a refused commit, judged as a refused claim ----------------------------
+
+
+def test_a_staged_commit_refused_by_my_own_completed_record_is_an_sdk_retry_that_landed() -> None:
+    old = record(c.STATUS_COMPLETED, owner=ME)
+    assert judge_staged_commit(old, me=ME, payload_hash=HASH) is Verdict.MINE
+
+
+def test_a_staged_commit_refused_by_a_completed_record_is_a_duplicate() -> None:
+    old = record(c.STATUS_COMPLETED)
+    assert judge_staged_commit(old, me=ME, payload_hash=HASH) is Verdict.DUPLICATE
+
+
+@pytest.mark.parametrize("status", [c.STATUS_COMPLETED, c.STATUS_IN_PROGRESS, c.STATUS_FAILED])
+def test_a_staged_commit_refused_by_another_payload_is_a_conflict(status: str) -> None:
+    old = record(status, payload_hash=OTHER_HASH)
+    assert judge_staged_commit(old, me=ME, payload_hash=HASH) is Verdict.CONFLICT
+
+
+def test_a_staged_commit_refused_by_a_live_two_phase_claim_is_busy() -> None:
+    old = record(c.STATUS_IN_PROGRESS)
+    assert judge_staged_commit(old, me=ME, payload_hash=HASH) is Verdict.BUSY
+
+
+@pytest.mark.parametrize(
+    ("codes", "verdict"),
+    [
+        (["None", "ConditionalCheckFailed"], Verdict.DUPLICATE),  # the record's own reason
+        (["ConditionalCheckFailed", "ConditionalCheckFailed"], Verdict.DUPLICATE),
+        (["ConditionalCheckFailed", "None"], Verdict.REFUSED),  # a staged write's
+        (["TransactionConflict", "None"], Verdict.TRANSIENT),
+        (["ThrottlingError", "ProvisionedThroughputExceeded"], Verdict.TRANSIENT),
+        (["ValidationError", "None"], Verdict.CANCELED),
+        (["None", "ItemCollectionSizeLimitExceeded"], Verdict.CANCELED),
+    ],
+)
+def test_a_canceled_staged_transaction_is_judged_by_the_record_first(
+    codes: list[str], verdict: Verdict
+) -> None:
+    old = record(c.STATUS_COMPLETED)
+    assert judge_staged_cancel(codes, old, me=ME, payload_hash=HASH) is verdict
+
+
+@pytest.mark.parametrize(
+    ("old", "holds"),
+    [
+        (None, True),
+        (replace(record(c.STATUS_COMPLETED), expires_at=NOW_S - 1), True),  # expired
+        (record(c.STATUS_FAILED), True),
+        (replace(record(c.STATUS_IN_PROGRESS), lease_expires_at=NOW_S * 1000 - 1), True),
+        (record(c.STATUS_IN_PROGRESS), False),  # a live lease
+        (record(c.STATUS_COMPLETED), False),
+        (record(c.STATUS_FAILED, payload_hash=OTHER_HASH), False),
+    ],
+)
+def test_the_claim_condition_as_a_pure_function(old: Record | None, holds: bool) -> None:
+    assert claim_condition_holds(old, now_ms=NOW_S * 1000, payload_hash=HASH) is holds
+
+
+@pytest.mark.parametrize(
+    ("old", "verdict"),
+    [
+        (None, Verdict.REFUSED),  # the copy's own reason stands
+        (record(c.STATUS_FAILED), Verdict.REFUSED),
+        (record(c.STATUS_COMPLETED), Verdict.DUPLICATE),
+        (record(c.STATUS_COMPLETED, payload_hash=OTHER_HASH), Verdict.CONFLICT),
+        (record(c.STATUS_IN_PROGRESS), Verdict.BUSY),
+    ],
+)
+def test_a_staged_copy_that_ended_on_its_own_is_judged_by_the_record_it_reads(
+    old: Record | None, verdict: Verdict
+) -> None:
+    assert judge_staged_refusal(old, now_ms=NOW_S * 1000, payload_hash=HASH) is verdict

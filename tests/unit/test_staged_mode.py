@@ -309,3 +309,78 @@ def test_make_handler_refuses_an_unknown_mode_and_a_lease_policy_without_a_lease
 ) -> None:
     with pytest.raises(ValueError, match=says):
         make_handler(lambda body, attempt: None, key="orderId", **options)
+
+
+# --- once.testing's guard: business code under effects="staged" stages, it calls nothing ---
+
+
+def test_the_kit_fails_business_code_that_writes_through_aws_itself(once_env, ledger) -> None:
+    import boto3
+
+    def credit(body: dict[str, Any], attempt: Any) -> None:
+        ddb = boto3.client("dynamodb")
+        ddb.get_item(TableName=LEDGER, Key={"pk": {"S": "total"}})  # a read is fine
+        ddb.put_item(TableName=LEDGER, Item={"pk": {"S": "entry#" + body["orderId"]}})
+
+    with pytest.raises(AssertionError, match=r"dynamodb PutItem.*attempt\.write"):
+        once_env.deliver(staged(credit), [ORDER])
+
+
+class Notifier:
+    """A callable object whose method sends a message itself, from a pool thread."""
+
+    def __init__(self, queue_url: str) -> None:
+        self.queue_url = queue_url
+
+    def __call__(self, body: dict[str, Any], attempt: Any) -> None:
+        self._notify(body)
+
+    def _notify(self, body: dict[str, Any]) -> None:
+        import boto3
+
+        boto3.client("sqs").send_message(QueueUrl=self.queue_url, MessageBody="{}")
+
+
+def test_the_kit_finds_a_call_made_deep_inside_a_callable_object(once_env) -> None:
+    bodies = [{"orderId": "a"}, {"orderId": "b"}]  # two keys: run on the pool's threads
+
+    with pytest.raises(AssertionError, match="sqs SendMessage"):
+        once_env.deliver(staged(Notifier(once_env.queue_url)), bodies)
+
+
+def test_the_kit_leaves_the_default_mode_and_once_s_own_calls_alone(once_env, ledger) -> None:
+    import boto3
+
+    def credit(body: dict[str, Any], attempt: Any) -> None:
+        boto3.client("dynamodb").put_item(TableName=LEDGER, Item={"pk": {"S": "x"}})
+
+    assert once_env.deliver(make_handler(credit, key="orderId"), [ORDER]).outcomes == ["processed"]
+    # once's own commit, clear and outbox send under staged effects are not business code's.
+    business = Business(send_to=once_env.queue_url)
+    assert once_env.deliver(staged(business), [ORDER]).outcomes == ["processed"]
+
+
+@pytest.mark.parametrize(
+    ("operation", "changes"),
+    [
+        ("GetItem", False),
+        ("Query", False),
+        ("BatchGetItem", False),
+        ("TransactGetItems", False),
+        ("ListObjectsV2", False),
+        ("DescribeTable", False),
+        ("Decrypt", False),
+        ("PutItem", True),
+        ("UpdateItem", True),
+        ("TransactWriteItems", True),
+        ("SendMessage", True),
+        ("ReceiveMessage", True),
+        ("Publish", True),
+        ("PutObject", True),
+        ("Invoke", True),
+    ],
+)
+def test_a_call_changes_something_unless_aws_names_it_a_read(operation: str, changes: bool) -> None:
+    from once.testing.staged import changes_something
+
+    assert changes_something(operation) is changes

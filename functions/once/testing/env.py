@@ -50,6 +50,7 @@ from once.testing.crash import (
     check_crash_point,
 )
 from once.testing.lambda_service import LambdaContext, Message, SourceQueue, sqs_attributes
+from once.testing.staged import guarded, violation
 
 TABLE_NAME = "once-idempotency"
 DLQ_NAME = "once-dlq"
@@ -434,10 +435,14 @@ class OnceEnv:
             self.clock, timeout_s=self.timeout_s, function_arn=self._function_arn
         )
         binding.switch.die_at(context.deadline_s, self.clock)
+        guard: contextlib.AbstractContextManager[list[str]] = (
+            guarded(once._process) if once.effects == "staged" else contextlib.nullcontext([])
+        )
         try:
             with (
                 self.role.enforced() if self.role is not None else contextlib.nullcontext(),
                 _recording(once) as handled,
+                guard as changed,
             ):
                 try:
                     response = handler(event, context)
@@ -457,6 +462,8 @@ class OnceEnv:
                 raise InvocationKilled(binding.switch.killed_at)
             result = _only(handled, handler)
         except InvocationKilled:
+            if changed:
+                raise AssertionError(violation(changed)) from None
             if not binding.switch.wait_for_the_dead(self.timeout_s):
                 raise RuntimeError(
                     f"business code or an AWS call of the killed invocation still runs after "
@@ -467,6 +474,8 @@ class OnceEnv:
         moved = queue.settle(
             batch, {r.message_id for r in result.records if r.outcome.acknowledged}
         )
+        if changed:
+            raise AssertionError(violation(changed))
         return _Invocation(result, response), None, [m.message_id for m in moved]
 
     def _bind(self, handler: Handler, crash: str | None) -> _Binding:
