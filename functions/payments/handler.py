@@ -4,8 +4,12 @@ A message is a payment (``payments.payment``); anything else is a ``PermanentErr
 
 ``credit`` writes nothing itself: it stages the ledger's two writes (``payments.ledger``) and
 the notification, and once commits the writes with the payment's record in one transaction,
-then sends the notification. A crash, a takeover or a zombie therefore never finds half a
-credit: the ledger holds the payment exactly when its record is COMPLETED.
+then sends the notification. A crash or a copy running at the same time therefore never
+finds half a credit: the ledger holds the payment exactly when its record is COMPLETED.
+
+Since every effect is staged, the handler runs with ``effects="staged"``: no claim before
+``credit`` runs, and the transaction that commits the credit is the payment's only DynamoDB
+call (a copy's transaction is refused by the record: a duplicate, nothing of it lands).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def credit(body: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
     # record's retention, or an id reused for another payment. Retrying cannot change that
     # (entries are never deleted), and acknowledging could lose a payment: a person decides.
     attempt.write(
-        ledger.entry(table, payment_id, account, amount, fence=attempt.fence),
+        ledger.entry(table, payment_id, account, amount),
         refused="quarantine",
     )
     attempt.write(ledger.add_to_balance(table, account, amount))
@@ -51,11 +55,12 @@ def credit(body: dict[str, Any], attempt: Attempt) -> dict[str, Any]:
         notifications,
         {"paymentId": payment_id, "account": account, "amount": amount, "status": STATUS_CREDITED},
     )
-    return {"paymentId": payment_id, "account": account, "amount": amount, "fence": attempt.fence}
+    return {"paymentId": payment_id, "account": account, "amount": amount}
 
 
 lambda_handler = make_handler(
     credit,
     key="paymentId",
     key_prefix=os.getenv(c.ENV_SERVICE_NAME, SERVICE_NAME),
+    effects="staged",
 )

@@ -20,23 +20,16 @@ ENTRY_PREFIX = "payment#"
 ACCOUNT_PREFIX = "account#"
 
 
-def entry(
-    table: str, payment_id: str, account: str, amount: int, *, fence: int | None
-) -> dict[str, Any]:
-    """Put the payment's entry, which must not exist yet; ``fence``: the attempt that
-    committed it (the record's fence), when a claim made one (not under
-    ``effects="staged"``)."""
-    item = {
-        c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id},
-        "account": {"S": account},
-        "amount": {"N": str(amount)},
-    }
-    if fence is not None:
-        item["fence"] = {"N": str(fence)}
+def entry(table: str, payment_id: str, account: str, amount: int) -> dict[str, Any]:
+    """Put the payment's entry, which must not exist yet."""
     return {
         "Put": {
             "TableName": table,
-            "Item": item,
+            "Item": {
+                c.PARTITION_KEY: {"S": ENTRY_PREFIX + payment_id},
+                "account": {"S": account},
+                "amount": {"N": str(amount)},
+            },
             "ConditionExpression": "attribute_not_exists(#id)",
             "ExpressionAttributeNames": {"#id": c.PARTITION_KEY},
         }

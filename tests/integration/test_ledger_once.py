@@ -102,7 +102,7 @@ def test_duplicates_in_a_batch_and_across_batches_credit_and_notify_once(
 
     assert balance(aws) == AMOUNT
     [entry] = entries(aws)
-    assert entry == {"id": "payment#p-1", "account": ACCOUNT, "amount": AMOUNT, "fence": 1}
+    assert entry == {"id": "payment#p-1", "account": ACCOUNT, "amount": AMOUNT}
     record = aws.record("p-1", prefix="payments")
     assert (record["status"], record["fence"]) == (c.STATUS_COMPLETED, 1)
     assert c.ATTR_OUTBOX not in record  # sent, then cleared
@@ -110,7 +110,6 @@ def test_duplicates_in_a_batch_and_across_batches_credit_and_notify_once(
         "paymentId": "p-1",
         "account": ACCOUNT,
         "amount": AMOUNT,
-        "fence": 1,
     }
     assert notified(aws, notifications) == [Notified(notice(), "payments#p-1", 0)]
 
@@ -133,38 +132,32 @@ def test_every_payment_is_credited_and_announced_once(
     assert [n.body for n in sent] == [notice(by_id[n.body["paymentId"]]) for n in sent]
 
 
-def test_a_crash_before_the_commit_leaves_nothing_and_the_takeover_credits_once(
-    aws, service, sqs_event, clock, context, monkeypatch, notifications
+def test_a_crash_before_the_commit_leaves_nothing_and_the_redelivery_credits_once(
+    aws, service, sqs_event, context, monkeypatch, notifications
 ) -> None:
     store = service.processor._store
-    real_complete = store.complete
+    real_commit = store.commit_staged
     crashes = iter([True])
 
-    def complete_or_crash(*args: Any, **kwargs: Any) -> bool:
+    def commit_or_crash(*args: Any, **kwargs: Any) -> Any:
         if next(crashes, False):
             raise ConnectionError("the invocation died before the commit")
-        return bool(real_complete(*args, **kwargs))
+        return real_commit(*args, **kwargs)
 
-    monkeypatch.setattr(store, "complete", complete_or_crash)
+    monkeypatch.setattr(store, "commit_staged", commit_or_crash)
     event = sqs_event([payment()])
 
     assert failed_ids(service(event, context(remaining_ms=60_000))) == message_ids(event)
     assert (balance(aws), entries(aws)) == (0, [])  # credit ran, and nothing of it landed
     assert notified(aws, notifications) == []
-    stuck = aws.record("p-1", prefix="payments")
-    assert (stuck["status"], stuck["fence"]) == (c.STATUS_IN_PROGRESS, 1)
+    assert aws.record("p-1", prefix="payments") is None  # no claim, no lease to wait for
 
-    assert outcomes(service, event, context(remaining_ms=60_000)) == [Outcome.BUSY]
-
-    clock.advance(60 + c.DEFAULT_LEASE_MARGIN_S + 1)  # the dead invocation's lease runs out
     assert outcomes(service, event, context(remaining_ms=60_000)) == [Outcome.PROCESSED]
 
     assert balance(aws) == AMOUNT
-    [entry] = entries(aws)
-    assert entry["fence"] == 2  # the takeover's commit, on a clean slate
+    assert len(entries(aws)) == 1
     record = aws.record("p-1", prefix="payments")
-    assert (record["status"], record["fence"]) == (c.STATUS_COMPLETED, 2)
-    assert json.loads(record["result"])["fence"] == 2
+    assert (record["status"], record["fence"]) == (c.STATUS_COMPLETED, 1)
     assert service(event, None) == {"batchItemFailures": []}
     assert balance(aws) == AMOUNT
     assert notified(aws, notifications) == [Notified(notice(), "payments#p-1", 0)]
@@ -254,7 +247,7 @@ def test_an_invalid_payment_is_quarantined_and_credits_and_announces_nothing(
 
     assert entries(aws) == []
     assert notified(aws, notifications) == []
-    assert aws.record("p-1", prefix="payments")["status"] == c.STATUS_FAILED
+    assert aws.record("p-1", prefix="payments") is None  # staged: nothing written on a raise
     [dead] = aws.dlq()
     assert json.loads(dead["Body"]) == body
     reason = dead["MessageAttributes"][c.QUARANTINE_ATTR_REASON]["StringValue"]
@@ -268,7 +261,7 @@ def test_a_payment_without_a_string_id_is_quarantined_and_credits_nothing(
     numeric = {"paymentId": 17, "account": ACCOUNT, "amount": AMOUNT}  # a key, a bad payment
     assert service(sqs_event([no_id, numeric]), None) == {"batchItemFailures": []}
 
-    assert [(r["id"], r["status"]) for r in aws.records()] == [("payments#17", "FAILED")]
+    assert aws.records() == []  # staged: a raise writes no record
     reasons = sorted(
         m["MessageAttributes"][c.QUARANTINE_ATTR_REASON]["StringValue"] for m in aws.dlq()
     )
@@ -321,8 +314,9 @@ def test_a_payment_id_credited_before_the_records_retention_is_quarantined_not_c
     assert balance(aws, "acct-Other-1") == 0
     assert len(entries(aws)) == 1
     record = aws.record("p-1", prefix="payments")
-    assert record["status"] == c.STATUS_FAILED
-    assert record["error"].startswith(c.REASON_WRITE_REFUSED)
+    # The record read after the refusal is past its retention: it refuses nothing, so the
+    # entry's refusal stands. Nothing is written over the old record.
+    assert (record["status"], record["fence"]) == (c.STATUS_COMPLETED, 1)
     [dead] = aws.dlq()
     assert json.loads(dead["Body"]) == again
     reason = dead["MessageAttributes"][c.QUARANTINE_ATTR_REASON]["StringValue"]

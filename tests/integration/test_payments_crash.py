@@ -2,10 +2,11 @@
 once.testing's ``once_env``, the ledger table and the notifications queue created in the
 same moto mock.
 
-``credit`` stages the ledger's writes and the notification; once commits the writes with the
-record in one transaction and sends the notification after it. So a crash before the commit
-leaves nothing behind (the takeover credits on a clean slate), and a crash after it leaves
-the payment credited with its notification owed, which the redelivery sends.
+``credit`` stages the ledger's writes and the notification, and runs with
+``effects="staged"``: no claim, and one transaction commits the writes with the record, the
+notification sent after it. So a crash before the commit leaves nothing behind (not even a
+record: the redelivery credits at once, on a clean slate), and a crash after it leaves the
+payment credited with its notification owed, which the redelivery sends.
 """
 
 from __future__ import annotations
@@ -76,30 +77,26 @@ def example(once_env: Any, monkeypatch: pytest.MonkeyPatch) -> Example:
     return Example(once_env, monkeypatch)
 
 
-def test_a_crash_before_the_commit_leaves_nothing_and_the_takeover_credits_and_notifies_once(
+def test_a_crash_before_the_commit_leaves_nothing_and_the_redelivery_credits_and_notifies_once(
     once_env, example
 ) -> None:
     handler = payments.handler.lambda_handler
 
     crashed = once_env.deliver(handler, [PAYMENT], crash="after_process")
-    # credit returned, the invocation died before the commit: nothing of it landed.
+    # credit returned, the invocation died before the commit: nothing of it landed, and
+    # with no claim there is no lease to wait for either.
     assert (example.balance(), example.entries(), example.notified()) == (0, 0, [])
-    stuck = once_env.record("p-1")
-    assert stuck is not None
-    assert (stuck.status, stuck.fence) == (c.STATUS_IN_PROGRESS, 1)
+    assert once_env.record("p-1") is None
 
-    assert once_env.deliver(handler, [PAYMENT]).outcomes == ["busy"]  # the dead lease holds
-    once_env.expire_leases()
     retried = once_env.deliver(handler, [PAYMENT])
 
     assert retried.outcomes == ["processed"]
     assert retried.message_ids == crashed.message_ids  # SQS's redelivery of the same message
-    assert retried.receive_counts == [3]
+    assert retried.receive_counts == [2]
     assert (example.balance(), example.entries()) == (AMOUNT, 1)
     record = once_env.record("p-1")
     assert record is not None
-    assert (record.status, record.fence, record.outbox) == (c.STATUS_COMPLETED, 2, ())
-    assert json.loads(record.result or "")["fence"] == 2  # the takeover's own credit
+    assert (record.status, record.fence, record.outbox) == (c.STATUS_COMPLETED, 1, ())
     assert once_env.deliver(handler, [PAYMENT]).outcomes == ["duplicate"]
     assert example.balance() == AMOUNT
     assert example.notified() == [(NOTICE, "payments#p-1", 0)]
@@ -117,7 +114,8 @@ def test_a_crash_after_the_commit_leaves_the_credit_and_the_redelivery_sends_wha
     assert record is not None
     assert (record.status, record.fence, len(record.outbox)) == (c.STATUS_COMPLETED, 1, 1)
 
-    # No lease to wait for: the redelivery finds the record COMPLETED, runs no credit, sends.
+    # The redelivery runs credit, its commit is refused by the COMPLETED record (nothing it
+    # staged lands), and it sends what the record owes.
     assert once_env.deliver(handler, [PAYMENT]).outcomes == ["owed_sent"]
     assert once_env.deliver(handler, [PAYMENT]).outcomes == ["duplicate"]
 
@@ -131,8 +129,7 @@ def test_a_crash_after_the_commit_leaves_the_credit_and_the_redelivery_sends_wha
 @pytest.mark.parametrize(
     ("crash", "credited_by_the_dead_invocation", "redelivered"),
     [
-        ("after_claim", 0, ["busy"]),
-        ("after_process", 0, ["busy"]),
+        ("after_process", 0, ["processed"]),
         ("before_finalize", AMOUNT, ["owed_sent"]),
     ],
 )
@@ -145,8 +142,7 @@ def test_every_crash_point_ends_with_the_payment_credited_and_announced_once(
     assert example.balance() == credited_by_the_dead_invocation
     assert example.notified() == []  # never before the commit, and the sender died with it
     assert once_env.deliver(handler, [PAYMENT]).outcomes == redelivered
-    once_env.expire_leases()
-    once_env.deliver(handler, [PAYMENT, PAYMENT])
+    assert once_env.deliver(handler, [PAYMENT, PAYMENT]).outcomes == ["duplicate"] * 2
 
     assert (example.balance(), example.entries()) == (AMOUNT, 1)
     record = once_env.record("p-1")
