@@ -5,8 +5,10 @@ Why these kinds: each one exercises a row of the design's decision table.
 - ``payment``: a new payment (PROCESSED);
 - ``retry``: a producer retry, same payment and a new message id, sent a little later, or
   after the payment is done (DUPLICATE);
-- ``concurrent``: a copy sent one batch behind the original, so that two workers hold the
-  key at once (BUSY, then DUPLICATE after the visibility timeout);
+- ``concurrent``: a copy sent one batch behind the original, so that two workers run the
+  payment at once (the example runs with ``effects="staged"``: both run ``credit``, one
+  commit lands and the other copy is a DUPLICATE; under the two-phase mode the second claim
+  is BUSY, then a DUPLICATE after the visibility timeout);
 - ``in_batch``: a copy in the same SendMessageBatch call, so usually in the same Lambda batch
   (follows its leader, no write);
 - ``malformed``: a body that is not JSON (quarantined to the DLQ at once);
