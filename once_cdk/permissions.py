@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Final
 
 #: once/store.py: claim/complete/fail are conditional UpdateItem calls, and the record a
-#: refused write finds comes back with it (ReturnValuesOnConditionCheckFailure): the function
-#: never reads a record otherwise. Never GetItem, DeleteItem (deleting would reset the
-#: fence), Scan, Query or Batch*.
-IDEMPOTENCY_TABLE_ACTIONS: Final = ("dynamodb:UpdateItem",)
+#: refused write finds comes back with it (ReturnValuesOnConditionCheckFailure). GetItem: under
+#: ``effects="staged"``, a copy whose staged write was refused (or whose business code raised
+#: a PermanentError) reads its record once, strongly consistent, because DynamoDB does not
+#: promise to name the record's own failed condition in a canceled transaction
+#: (``RecordStore.staged_refusal``). Never DeleteItem (deleting would reset the fence), Scan,
+#: Query or Batch*.
+IDEMPOTENCY_TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 
 #: The event source mapping polls the source queue with the function's role (the actions of
 #: AWS's AWSLambdaSQSQueueExecutionRole, on this queue only), and the runtime's retry backoff

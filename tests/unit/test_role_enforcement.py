@@ -111,11 +111,13 @@ def test_a_condition_check_on_a_table_granted_put_and_update_only_is_refused(rol
     )
 
 
-def test_once_s_own_record_write_is_allowed_and_a_read_of_it_is_not(role):
+def test_once_s_own_record_write_and_read_are_allowed_and_a_delete_is_not(role):
     record = {"TableName": "orders-records"}
     assert role.authorize("dynamodb", "UpdateItem", record) is None
-    denial = role.authorize("dynamodb", "GetItem", record)
-    assert denial is not None and denial.check == Check("dynamodb:GetItem", _arn("orders-records"))
+    assert role.authorize("dynamodb", "GetItem", record) is None  # a staged copy's one read
+    denial = role.authorize("dynamodb", "DeleteItem", record)
+    assert denial is not None
+    assert denial.check == Check("dynamodb:DeleteItem", _arn("orders-records"))
 
 
 def test_a_batch_write_needs_batch_write_item_which_grant_staged_writes_does_not_give(role):
@@ -406,3 +408,34 @@ def test_once_env_with_the_role_refuses_a_staged_write_the_role_lacks_and_lands_
         record = env.record("o-2")
         assert record is not None and record.status == "FAILED"
         assert "AccessDeniedException" in (record.error or "")
+
+
+def test_once_env_with_the_role_lets_a_staged_duplicate_read_its_record(template):
+    """Under effects="staged", a copy whose business code raised a PermanentError reads its
+    record before it is quarantined: with the function's role, that read is granted, and a
+    duplicate is acknowledged instead of quarantined."""
+    from once import PermanentError, make_handler
+    from once.models import Outcome
+    from once.testing import OnceEnv
+
+    runs: list[str] = []
+
+    def business(body: dict[str, Any], attempt: Any) -> str:
+        runs.append(body["orderId"])
+        if len(runs) > 1:
+            raise PermanentError("the order is closed now")
+        return "done"
+
+    with OnceEnv() as env:
+        env.role = role_of(
+            template,
+            names={
+                _logical(template, "AWS::DynamoDB::Table", "OrdersTable"): env.table_name,
+                _logical(template, "AWS::SQS::Queue", "OrdersDlq"): env.dlq_url,
+            },
+        )
+        handler = make_handler(business, key="orderId", effects="staged")
+
+        assert env.deliver(handler, [{"orderId": "o-1"}]).outcomes == [Outcome.PROCESSED]
+        assert env.deliver(handler, [{"orderId": "o-1"}]).outcomes == [Outcome.DUPLICATE]
+        assert env.dlq_messages() == []
