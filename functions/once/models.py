@@ -168,8 +168,9 @@ class Attempt:
     Conservatively true after a retried claim whose fence is above 1 (a lost response hides
     whether the earlier claim had finished)."""
     record: Record | None
-    """The record as it was before this claim (None for a new key): after a takeover or a
-    retry it tells what the previous attempt left behind."""
+    """The record as it was before this claim (None for a new key, and under
+    ``effects="staged"``, where no claim is made): after a takeover or a retry it tells what
+    the previous attempt left behind."""
     effects: Effects = field(default_factory=Effects, repr=False, compare=False)
     """What ``write`` and ``send`` staged (the runtime commits it when business code returns)."""
 
