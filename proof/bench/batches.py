@@ -19,6 +19,10 @@ the consumer's CPU (its Python threads share one GIL, so at most one core), and 
 consumer's and the engine's CPU spread over all cores. Powertools runs records one after the
 other, so its time is ``n`` times one record's.
 
+``once`` under ``effects="staged"`` (``once-staged``: business code first, then one
+conditional write, no claim) runs beside them in the same batches: one DynamoDB call per new
+record, so its waits are one RTT + business per round.
+
 DynamoDB Local is warmed up first, until its CPU per call stops falling (its JIT compiles
 the request path over the first few thousand calls), so no consumer is charged for it; the
 consumers then alternate batch by batch, so that drifting load hits both alike. A second
@@ -40,15 +44,24 @@ from typing import Any
 from once.constants import DEFAULT_MAX_WORKERS
 from proof.bench.subjects import Handler, Subjects, body, business, context, new_keys, sqs_event
 
+#: The consumers of the warm-up (what warms the engine's request path).
 COMPARED = ("once", "powertools")
+#: The consumers timed batch by batch: two-phase ``once``, staged ``once``, Powertools.
+TIMED = ("once", "once-staged", "powertools")
 RTT_MS = 10.0
 BUSINESS_MS = 20.0
-#: DynamoDB calls per new record, for both consumers (claim + complete, put + update).
+#: DynamoDB calls per new record of the two-phase consumers (claim + complete, put + update).
 CALLS_PER_RECORD = 2
+#: DynamoDB calls per new record, per timed consumer (staged: the one commit).
+CALLS = {"once": CALLS_PER_RECORD, "once-staged": 1, "powertools": CALLS_PER_RECORD}
 #: Batch-time goals, once over Powertools, by batch size (one run, DynamoDB Local).
 GOALS = {10: 0.12, 100: 0.07}
+#: The same goals for ``once`` under ``effects="staged"``.
+GOALS_STAGED = {10: 0.09, 100: 0.05}
 #: CPU goal: ms of the consumer's process CPU per new record, at the bench's log level (INFO).
 CPU_GOAL_MS = 2.0
+#: CPU goal of ``once`` under ``effects="staged"`` (one request per record), by batch size.
+CPU_GOALS_STAGED_MS = {10: 1.3}
 #: Warm-up records per consumer between two readings of the engine's CPU per call.
 WARM_ROUND = 250
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK")
@@ -219,7 +232,9 @@ def warm_up(subjects: Subjects, meter: Meter, least: int, most: int) -> dict[str
             return {"records": done, "rounds": len(rounds), "first": rounds[0], "last": rounds[-1]}
 
 
-def _summary(samples: list[dict[str, float]], size: int) -> dict[str, Any]:
+def _summary(
+    samples: list[dict[str, float]], size: int, calls: int = CALLS_PER_RECORD
+) -> dict[str, Any]:
     walls = [s["wall_ms"] for s in samples]
     total = {k: sum(s[k] for s in samples) for k in samples[0]}
     records = size * len(samples)
@@ -228,50 +243,58 @@ def _summary(samples: list[dict[str, float]], size: int) -> dict[str, Any]:
         "max_ms": max(walls),
         "samples": walls,
         "cpu_ms_per_record": total["cpu_ms"] / records,
-        "engine_cpu_ms_per_call": total["engine_cpu_ms"] / (records * CALLS_PER_RECORD),
+        "engine_cpu_ms_per_call": total["engine_cpu_ms"] / (records * calls),
         "other_cpu_share": total["other_cpu_ms"] / (total["wall_ms"] * (os.cpu_count() or 1)),
     }
 
 
 def floor_ms(
-    size: int, workers: int, cpu_ms_per_record: float, engine_ms_per_call: float
+    size: int,
+    workers: int,
+    cpu_ms_per_record: float,
+    engine_ms_per_call: float,
+    calls: int = CALLS_PER_RECORD,
 ) -> dict[str, Any]:
-    """The least time this machine allows ``once`` for ``size`` records: the waits, one core
-    of consumer CPU (one GIL), or all the CPU over all cores, whichever is largest."""
+    """The least time this machine allows ``once`` for ``size`` records of ``calls``
+    DynamoDB calls each: the waits, one core of consumer CPU (one GIL), or all the CPU over
+    all cores, whichever is largest."""
     cores = os.cpu_count() or 1
-    waits = math.ceil(size / workers) * (CALLS_PER_RECORD * RTT_MS + BUSINESS_MS)
+    waits = math.ceil(size / workers) * (calls * RTT_MS + BUSINESS_MS)
     gil = size * cpu_ms_per_record
-    engine = size * CALLS_PER_RECORD * engine_ms_per_call
+    engine = size * calls * engine_ms_per_call
     shared = (gil + engine) / cores
     bound = max(("waits", waits), ("consumer CPU", gil), ("all CPU", shared), key=lambda t: t[1])
     return {"floor_ms": bound[1], "bound": bound[0], "waits_ms": waits, "cpu_ms": gil}
 
 
 def run_size(subjects: Subjects, meter: Meter, size: int, reps: int) -> dict[str, Any]:
-    """Both consumers at one batch size, alternating batch by batch (one untimed first);
-    ``once`` with its default ``max_workers``."""
+    """The timed consumers at one batch size, alternating batch by batch (one untimed
+    first, the order rotating each round); ``once`` with its default ``max_workers``."""
     subjects.wire.latency_ms = RTT_MS
     workers = DEFAULT_MAX_WORKERS
-    handlers = {
-        "once": subjects.build("once", business(BUSINESS_MS)),
-        "powertools": subjects.build("powertools", business(BUSINESS_MS)),
-    }
+    handlers = {name: subjects.build(name, business(BUSINESS_MS)) for name in TIMED}
     for handler in handlers.values():
         _deliver(handler, min(size, 10))()
-    samples: dict[str, list[dict[str, float]]] = {name: [] for name in COMPARED}
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name in TIMED}
     for rep in range(reps):
-        order = COMPARED if rep % 2 == 0 else tuple(reversed(COMPARED))
-        for name in order:
+        turn = rep % len(TIMED)
+        for name in TIMED[turn:] + TIMED[:turn]:
             samples[name].append(meter.sample(_deliver(handlers[name], size)))
     row: dict[str, Any] = {"batch": size, "reps": reps, "max_workers": workers}
-    row |= {name: _summary(samples[name], size) for name in COMPARED}
-    once = row["once"]
-    row["floor"] = floor_ms(
-        size, workers, once["cpu_ms_per_record"], once["engine_cpu_ms_per_call"]
-    )
+    row |= {name: _summary(samples[name], size, CALLS[name]) for name in TIMED}
     pt = row["powertools"]["median_ms"]
-    row["ratio"] = once["median_ms"] / pt
-    row["ratio_floor"] = row["floor"]["floor_ms"] / pt
+    for name, suffix in (("once", ""), ("once-staged", "_staged")):
+        got = row[name]
+        floor = floor_ms(
+            size,
+            workers,
+            got["cpu_ms_per_record"],
+            got["engine_cpu_ms_per_call"],
+            CALLS[name],
+        )
+        row[f"floor{suffix}"] = floor
+        row[f"ratio{suffix}"] = got["median_ms"] / pt
+        row[f"ratio_floor{suffix}"] = floor["floor_ms"] / pt
     return row
 
 

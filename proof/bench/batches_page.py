@@ -39,6 +39,42 @@ def goal_rows(engine: str, result: dict[str, Any]) -> Rows:
                 verdict(once["cpu_ms_per_record"] <= batches.CPU_GOAL_MS),
             ]
         )
+    rows.extend(staged_goal_rows(engine, result))
+    return rows
+
+
+def staged_goal_rows(engine: str, result: dict[str, Any]) -> Rows:
+    """The goals of ``once`` under ``effects="staged"``: batch time over Powertools' in the
+    same batches, and its client CPU per new record."""
+    rows: Rows = []
+    measured = [r for r in result.get("batches", {}).get("rows", []) if "once-staged" in r]
+    for row in measured:
+        goal = batches.GOALS_STAGED.get(row["batch"])
+        staged, pt = row["once-staged"], row["powertools"]
+        if goal is not None:
+            rows.append(
+                [
+                    f"batch of {row['batch']}, once staged / Powertools, {ENGINE_TITLE[engine]}",
+                    f"{ms(staged['median_ms'])} / {ms(pt['median_ms'])} ms = "
+                    f"{row['ratio_staged']:.3f}",
+                    f"{row['ratio_floor_staged']:.3f}",
+                    f"≤ {goal:.2f}",
+                    verdict(row["ratio_staged"] <= goal),
+                ]
+            )
+    for row in measured:
+        cpu_goal = batches.CPU_GOALS_STAGED_MS.get(row["batch"])
+        if cpu_goal is not None:
+            staged = row["once-staged"]
+            rows.append(
+                [
+                    f"client CPU ms per new record, batch of {row['batch']}, staged (two-phase)",
+                    f"{staged['cpu_ms_per_record']:.2f} ({row['once']['cpu_ms_per_record']:.2f})",
+                    "",
+                    f"≤ {cpu_goal:.1f}",
+                    verdict(staged["cpu_ms_per_record"] <= cpu_goal),
+                ]
+            )
     return rows
 
 
@@ -62,6 +98,46 @@ def batch_rows(rows: list[dict[str, Any]]) -> Rows:
             ]
         )
     return out
+
+
+def staged_rows(rows: list[dict[str, Any]]) -> Rows:
+    """``once`` under ``effects="staged"`` in the same batches as the main table."""
+    out = []
+    for r in rows:
+        if "once-staged" not in r:
+            continue
+        staged, once = r["once-staged"], r["once"]
+        out.append(
+            [
+                r.get("label", f"{r['batch']:,}"),
+                str(r["reps"]),
+                ms(staged["median_ms"]),
+                ms(once["median_ms"]),
+                ms(r["powertools"]["median_ms"]),
+                f"{r['ratio_staged']:.3f}",
+                f"{ms(r['floor_staged']['floor_ms'])} ({r['floor_staged']['bound']})",
+                f"{r['ratio_floor_staged']:.3f}",
+                f"{staged['cpu_ms_per_record']:.2f} ({once['cpu_ms_per_record']:.2f})",
+                f"{staged['engine_cpu_ms_per_call']:.2f}",
+                f"{staged['other_cpu_share']:.0%}",
+            ]
+        )
+    return out
+
+
+STAGED_HEADER = [
+    "batch",
+    "batches",
+    "once staged median ms",
+    "once two-phase median ms",
+    "Powertools median ms",
+    "staged / Powertools",
+    "staged floor ms (bound)",
+    "floor / Powertools",
+    "CPU ms / record, staged (two-phase)",
+    "engine CPU ms / call, staged",
+    "other load, staged",
+]
 
 
 BATCH_HEADER = [
@@ -114,6 +190,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     x = [r["batch"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.plot(x, [r["once"]["median_ms"] for r in rows], "-o", label="once")
+    if all("once-staged" in r for r in rows):
+        ax.plot(x, [r["once-staged"]["median_ms"] for r in rows], "-^", label="once staged")
     ax.plot(x, [r["powertools"]["median_ms"] for r in rows], "--s", label="Powertools")
     ax.plot(x, [r["floor"]["floor_ms"] for r in rows], ":", color="grey", label="once's floor")
     ax.set(
@@ -171,6 +249,20 @@ measured in these very batches.
         if cold
         else "",
     )
+    staged = staged_rows(first + b["rows"])
+    if staged:
+        page.text(
+            '`once` under `effects="staged"` in the same batches (the three consumers take '
+            "turns batch by batch): business code first, then one conditional write per "
+            "record, no claim, so one DynamoDB call per new record where the two-phase "
+            "protocol makes two. Its floor's waits are `ceil(batch / max_workers)` rounds of "
+            "business + one RTT."
+        )
+        page.table(
+            f"Big batches, {ENGINE_TITLE[engine]}: once staged",
+            STAGED_HEADER,
+            staged,
+        )
     plot(b, docs / "perf_batches.png")
     page.image("perf_batches.png", "median batch time against batch size, once and Powertools")
     if b["sweep"]:

@@ -35,7 +35,6 @@ import argparse
 import contextlib
 import datetime as dt
 import json
-import math
 import os
 import statistics
 import sys
@@ -47,7 +46,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import boto3
 from rich.console import Console
@@ -155,13 +154,18 @@ def business(variant: Variant, queue: str | Outbound, ms: float) -> Callable[[An
     return process
 
 
-def handler(variant: Variant, queue: str | Outbound, ms: float) -> Any:
+def handler(
+    variant: Variant, queue: str | Outbound, ms: float, effects: Literal["any", "staged"] = "any"
+) -> Any:
+    """``once`` running ``variant``'s business code, two-phase or (``effects="staged"``)
+    with one commit and no claim."""
     return once.make_handler(
         business(variant, queue, ms),
         key="paymentId",
         table_name=TABLE,
         key_prefix=KEY_PREFIX,
         dlq_url=None,
+        effects=effects,
     )
 
 
@@ -204,69 +208,8 @@ class Refused:
         return units
 
 
-#: Single-item writes, and the element kinds of a transaction that write.
-WRITES = ("PutItem", "UpdateItem", "DeleteItem")
-WRITE_ELEMENTS = ("Put", "Update", "Delete")
-
-
-def _written(operation: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(table, key) of every item a write call writes (the bench's tables are keyed ``id``)."""
-    if operation == "TransactWriteItems":
-        bodies = [b for e in params["TransactItems"] for k, b in e.items() if k in WRITE_ELEMENTS]
-        return [(b["TableName"], {"id": b.get("Item", b.get("Key"))["id"]}) for b in bodies]
-    item = params["Item"] if operation == "PutItem" else params["Key"]
-    return [(params["TableName"], {"id": item["id"]})]
-
-
-class RuleUnits:
-    """Write units of every write that lands, by DynamoDB's rules: per item, 1 per KB of the
-    larger of its images before and after the write, rounded up; twice that in a
-    transaction. The images are read around the call (consistent reads, with ``reader``: a
-    client off the wire, neither counted nor delayed), only while ``wire.capacity_on``.
-    DynamoDB Local's own report (``Wire.capacity``) agrees for single-item writes, and
-    under-reports a transaction that writes several items of one size to one table (it
-    bills them as one)."""
-
-    def __init__(self, wire: Wire, reader: Any) -> None:
-        self.units = 0.0
-        self._wire = wire
-        self._reader = reader
-        self._lock = threading.Lock()
-        events = wire.session.events
-        for operation in (*WRITES, "TransactWriteItems"):
-            events.register(f"before-parameter-build.dynamodb.{operation}", self._before)
-            events.register(f"after-call.dynamodb.{operation}", self._after)
-
-    def _images(self, keys: list[tuple[str, dict[str, Any]]]) -> list[int]:
-        sizes = []
-        for table, key in keys:
-            got = self._reader.get_item(TableName=table, Key=key, ConsistentRead=True)
-            sizes.append(work.item_size(got.get("Item") or {}))
-        return sizes
-
-    def _before(
-        self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
-    ) -> None:
-        if self._wire.capacity_on:
-            keys = _written(model.name, params)
-            context["bench_units"] = (keys, self._images(keys))
-
-    def _after(self, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-        if "bench_units" not in context or "Error" in parsed:
-            return  # not measuring, or refused (``Refused`` counts what a refusal costs)
-        keys, before = context.pop("bench_units")
-        per_kb = 2 if model.name == "TransactWriteItems" else 1
-        units = sum(
-            per_kb * max(1, math.ceil(max(a, b) / 1024))
-            for a, b in zip(before, self._images(keys), strict=True)
-        )
-        with self._lock:
-            self.units += units
-
-    def take(self) -> float:
-        with self._lock:
-            units, self.units = self.units, 0.0
-        return units
+#: Write units by DynamoDB's rules (``work.RuleUnits``: measured here first, now shared).
+RuleUnits = work.RuleUnits
 
 
 @dataclass
@@ -495,7 +438,13 @@ def stdout_discarded() -> Iterator[None]:
         os.close(saved)
 
 
-def measure(engine: str, scale: str) -> dict[str, Any]:
+#: What a run measures: the atomic effects section, and the cost section (``cost.py``).
+PARTS = ("effects", "cost")
+
+
+def measure(engine: str, scale: str, parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
+    """The engines' start, then ``parts``: the counts, the warm-up (always, when timing
+    follows) and the timing of the atomic effects, then the cost section's figures."""
     p = plan(scale)
     started = time.monotonic()
     result: dict[str, Any] = {
@@ -508,6 +457,7 @@ def measure(engine: str, scale: str) -> dict[str, Any]:
         "at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d at %H:%M UTC"),
         "load_before": os.getloadavg(),
         "count_records": p.count,
+        "parts": list(parts),
     }
     os.environ.update({k: v for k, v in local_env().items() if k not in os.environ})
     with contextlib.ExitStack() as stack:
@@ -529,16 +479,22 @@ def measure(engine: str, scale: str) -> dict[str, Any]:
             pids["sqs"] = batches.engine_pid(moto.port)
         meters = Meters(pids)
         with stdout_discarded():
-            tick("counts: calls and write units per record")
             # Off the wire: a session of its own, so its reads are neither counted nor delayed.
             reader = boto3.session.Session().client("dynamodb", endpoint_url=table_engine.endpoint)
-            result["counts"] = counts(wire, reader, sqs, queue_url, p.count)
+            if "effects" in parts:
+                tick("counts: calls and write units per record")
+                result["counts"] = counts(wire, reader, sqs, queue_url, p.count)
             wire.capacity_on = False
             tick(f"warm-up: {p.warm_least}-{p.warm_most} records per variant")
             outbound = Outbound(sqs, "bench-commit-timed")
             result["warm_up"] = warm_up(wire, meters, outbound, p.warm_least, p.warm_most)
-            result["rows"] = timing(wire, meters, outbound, p.reps, tick)
+            if "effects" in parts:
+                result["rows"] = timing(wire, meters, outbound, p.reps, tick)
             outbound.empty()
+            if "cost" in parts:
+                from proof.bench import cost  # it builds on this module
+
+                result["cost"] = cost.measure(wire, reader, meters, sqs, queue_url, scale, tick)
     result["load_after"] = os.getloadavg()
     result["seconds"] = time.monotonic() - started
     return result
@@ -629,9 +585,21 @@ TIME_HEADER = [
 ]
 
 
-def render(result: dict[str, Any], console: Console) -> str:
-    """Print the tables; return the section's markdown."""
+def render(result: dict[str, Any], console: Console, docs: Path | None = None) -> str:
+    """Print the tables; return the sections' markdown (the cost section's plot goes to
+    ``docs``, when given)."""
     page = Page(console)
+    if "counts" in result:
+        effects_section(page, result)
+    if "cost" in result:
+        from proof.bench import cost_page  # it builds on this module
+
+        cost_page.section(page, result, docs)
+    return page.markdown()
+
+
+def effects_section(page: Page, result: dict[str, Any]) -> None:
+    """The atomic effects section."""
     engine = ENGINE_TITLE[result["engine"]]
     before = ", ".join(f"{v:.2f}" for v in result["load_before"])
     after = ", ".join(f"{v:.2f}" for v in result["load_after"])
@@ -694,7 +662,6 @@ engine and moto's server (`/proc/<pid>/stat`); "other load" is the share of all
         TIME_HEADER,
         time_rows(result["rows"]),
     )
-    return page.markdown()
 
 
 def write_section(docs: Path, markdown: str) -> Path:
@@ -730,6 +697,11 @@ def main(argv: list[str] | None = None) -> int:
         help="measure nothing: rewrite the section from a --json of an earlier run",
     )
     parser.add_argument("--no-page", action="store_true", help="print the tables only")
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help="what to measure: effects (atomic effects), cost (what a million messages cost)",
+    )
     args = parser.parse_args(argv)
     if args.render:
         result = json.loads(args.render.read_text())
@@ -738,10 +710,16 @@ def main(argv: list[str] | None = None) -> int:
             engines.enter_private_netns(
                 sys.argv[1:] if argv is None else argv, "proof.bench.commit"
             )
-        result = measure(args.engine, args.scale)
+        parts = tuple(p for p in args.parts.split(",") if p)
+        unknown = set(parts) - set(PARTS)
+        if unknown:
+            parser.error(f"unknown parts: {', '.join(sorted(unknown))}")
+        result = measure(args.engine, args.scale, parts)
         if args.json:
             args.json.write_text(json.dumps(result, indent=1) + "\n")
-    markdown = render(result, Console(width=max(160, Console().width)))
+    markdown = render(
+        result, Console(width=max(160, Console().width)), None if args.no_page else args.docs
+    )
     if not args.no_page:
         print(f"wrote {write_section(args.docs, markdown)}")
     return 0

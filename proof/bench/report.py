@@ -45,6 +45,7 @@ def goal_rows(results: dict[str, Any]) -> Rows:
     work_run = _work_run(results["engines"])
     if work_run is not None:
         rows.extend(work_page.goal_rows(work_run["paths"]))
+        rows.extend(work_page.write_unit_goal_rows(work_run.get("write_units")))
     cold = results.get("coldstart")
     if cold:
         rows.extend(coldstart_page.goal_rows(cold))
@@ -123,7 +124,8 @@ def machine_note(results: dict[str, Any]) -> str:
         row[name]["other_cpu_share"]
         for run in results["engines"].values()
         for row in run.get("batches", {}).get("rows", [])
-        for name in COMPARED
+        for name in (*COMPARED, "once-staged")
+        if name in row
     ]
     worst = max(shares, default=0.0)
     start, end = (", ".join(f"{v:.2f}" for v in load[k]) for k in ("start", "end"))

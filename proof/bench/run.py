@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+import boto3
+
 from oncecli.aws import local_env
 from oncecli.localcloud.engines import ENGINES, engine_named
 from proof.bench import batches, latency, profile, work
@@ -38,7 +40,7 @@ def _warms(engine: str, sections: list[str]) -> bool:
 def steps(engine: str, sections: list[str], scale: str) -> int:
     """How many ticks a run emits (for the parent's progress bar)."""
     return (
-        (2 if "work" in sections else 0)
+        (3 if "work" in sections else 0)
         + (1 if "profile" in sections else 0)
         + (batches.steps(scale) if "batches" in sections else 0)
         + (len(latency.matrix(scale)) if "latency" in sections else 0)
@@ -60,6 +62,10 @@ def measure(engine: str, sections: list[str], scale: str) -> dict[str, Any]:
             results["record_sizes"] = work.record_sizes(subjects)
             tick("work: paths")
             results["paths"] = work.paths(subjects, n=4 if scale == "smoke" else 10)
+            tick("work: write units, two-phase and staged")
+            # Off the wire: a session of its own, so its reads are neither counted nor delayed.
+            reader = boto3.session.Session().client("dynamodb", endpoint_url=eng.endpoint)
+            results["write_units"] = work.write_units(subjects, reader)
             subjects.wire.capacity_on = False
         meter = batches.Meter(batches.engine_pid(eng.port))
         if _warms(engine, sections):

@@ -3,6 +3,8 @@ hooked boto3 session; plus the SQS events and Lambda context they are invoked wi
 
 Each consumer gets its own table (``once``'s record, Powertools' record and the naive lock
 have different attributes but the same key ``id``), so that their records never mix.
+``once-staged`` is ``once`` under ``effects="staged"``: business code first, then one
+conditional write (no claim), the same business function.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from oncecli.localcloud.invocation import LambdaContext
 from proof.bench.wire import Wire
 from proof.chaos.peers import naive, powertools
 
-CONSUMERS = ("once", "powertools", "naive")
+CONSUMERS = ("once", "once-staged", "powertools", "naive")
 TABLES = {name: f"bench-{name}" for name in CONSUMERS}
 #: once's record key prefix in the benchmarks.
 KEY_PREFIX = "bench"
@@ -107,15 +109,16 @@ class Subjects:
     def build(
         self, name: str, process: Callable[[Any, Any], Any], *, max_workers: int | None = None
     ) -> Handler:
-        """A handler of consumer ``name``; ``max_workers`` (``once`` only) overrides its
-        default."""
-        if name == "once":
+        """A handler of consumer ``name``; ``max_workers`` (``once`` and ``once-staged``
+        only) overrides its default."""
+        if name in ("once", "once-staged"):
             return once.make_handler(
                 process,
                 key="paymentId",
-                table_name=TABLES["once"],
+                table_name=TABLES[name],
                 key_prefix=KEY_PREFIX,
                 dlq_url=None,
+                effects="staged" if name == "once-staged" else "any",
                 **({} if max_workers is None else {"max_workers": max_workers}),
             )
         if name == "powertools":

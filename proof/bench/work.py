@@ -8,7 +8,10 @@ count requests on the wire and sum the capacity DynamoDB Local reports through
 yet bills it: by AWS's rule it consumes the size of the existing item in 1 KB units, at
 least 1; that figure is computed from the item the rejection returns and marked so.
 Then: cost per million messages at on-demand prices, and the stored record size, with what
-``once``'s 64 KiB result cap does to it.
+``once``'s 64 KiB result cap does to it. Last, the write units of a new message under both
+protocols with no staged write and with one (``write_units``), as the engine reports them
+and by DynamoDB's rules (``RuleUnits``): a transaction is billed twice a plain write, per
+item (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from decimal import Decimal
 from typing import Any
 
 from once import constants as c
-from oncecli.aws import record_id
+from oncecli.aws import create_table, record_id
+from proof.bench import prices
 from proof.bench.subjects import (
     CONSUMERS,
     KEY_PREFIX,
@@ -31,12 +35,13 @@ from proof.bench.subjects import (
     invoke,
     new_keys,
 )
+from proof.bench.wire import Wire
 
-#: On-demand prices, us-east-1, standard table class (since the Nov 2024 price cut):
-#: USD per million write / read request units, and per GB-month stored.
-PRICE_WRU = 0.625
-PRICE_RRU = 0.125
-PRICE_GB_MONTH = 0.25
+#: On-demand prices, us-east-1, standard table class (``prices.py``, with its date and
+#: source): USD per million write / read request units, and per GB-month stored.
+PRICE_WRU = prices.WRU_PER_MILLION
+PRICE_RRU = prices.RRU_PER_MILLION
+PRICE_GB_MONTH = prices.GB_MONTH
 PRICE_NOTE = (
     f"on-demand, us-east-1, standard table class: ${PRICE_WRU} per million write "
     f"request units, ${PRICE_RRU} per million read request units, "
@@ -225,3 +230,125 @@ def record_sizes(subjects: Subjects) -> dict[str, Any]:
             }
         )
     return {"typical": typical, "capped": capped}
+
+
+# --- write units by DynamoDB's rules ------------------------------------------------------
+
+
+#: Single-item writes, and the element kinds of a transaction that write.
+WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+WRITE_ELEMENTS = ("Put", "Update", "Delete")
+
+
+def _written(operation: str, params: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(table, key) of every item a write call writes (the bench's tables are keyed ``id``)."""
+    if operation == "TransactWriteItems":
+        bodies = [b for e in params["TransactItems"] for k, b in e.items() if k in WRITE_ELEMENTS]
+        return [(b["TableName"], {"id": b.get("Item", b.get("Key"))["id"]}) for b in bodies]
+    item = params["Item"] if operation == "PutItem" else params["Key"]
+    return [(params["TableName"], {"id": item["id"]})]
+
+
+class RuleUnits:
+    """Write units of every write that lands, by DynamoDB's rules: per item, 1 per KB of the
+    larger of its images before and after the write, rounded up; twice that in a
+    transaction. The images are read around the call (consistent reads, with ``reader``: a
+    client off the wire, neither counted nor delayed), only while ``wire.capacity_on``.
+    DynamoDB Local's own report (``Wire.capacity``) agrees for single-item writes, and
+    under-reports a transaction that writes several items of one size to one table (it
+    bills them as one)."""
+
+    def __init__(self, wire: Wire, reader: Any) -> None:
+        self.units = 0.0
+        self._wire = wire
+        self._reader = reader
+        self._lock = threading.Lock()
+        events = wire.session.events
+        for operation in (*WRITES, "TransactWriteItems"):
+            events.register(f"before-parameter-build.dynamodb.{operation}", self._before)
+            events.register(f"after-call.dynamodb.{operation}", self._after)
+
+    def _images(self, keys: list[tuple[str, dict[str, Any]]]) -> list[int]:
+        sizes = []
+        for table, key in keys:
+            got = self._reader.get_item(TableName=table, Key=key, ConsistentRead=True)
+            sizes.append(item_size(got.get("Item") or {}))
+        return sizes
+
+    def _before(
+        self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any
+    ) -> None:
+        if self._wire.capacity_on:
+            keys = _written(model.name, params)
+            context["bench_units"] = (keys, self._images(keys))
+
+    def _after(self, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        if "bench_units" not in context or "Error" in parsed:
+            return  # not measuring, or refused (``Refused`` counts what a refusal costs)
+        keys, before = context.pop("bench_units")
+        per_kb = 2 if model.name == "TransactWriteItems" else 1
+        units = sum(
+            per_kb * max(1, math.ceil(max(a, b) / 1024))
+            for a, b in zip(before, self._images(keys), strict=True)
+        )
+        with self._lock:
+            self.units += units
+
+    def take(self) -> float:
+        with self._lock:
+            units, self.units = self.units, 0.0
+        return units
+
+
+#: The table the staged write goes to (a ledger entry per payment).
+LEDGER = "bench-ledger"
+#: The protocols whose write units are goals: two-phase ``once`` and staged ``once``.
+PROTOCOLS = ("once", "once-staged")
+
+
+def _ledger_entry(body_: Any, attempt: Any) -> dict[str, Any]:
+    """Business code that stages one write: a ledger entry of its own per payment."""
+    attempt.write(
+        {
+            "Put": {
+                "TableName": LEDGER,
+                "Item": {"id": {"S": f"entry#{body_['paymentId']}"}, "amount": {"N": "100"}},
+                "ConditionExpression": "attribute_not_exists(id)",
+            }
+        }
+    )
+    return {"paymentId": body_["paymentId"]}
+
+
+def write_units(subjects: Subjects, reader: Any, n: int = 10) -> dict[str, dict[str, Any]]:
+    """Per protocol, write units per new message with no staged write and with one: what
+    the engine reports (``ReturnConsumedCapacity=TOTAL``) and what DynamoDB's rules make of
+    the items written (``RuleUnits``). ``reader``: a client off the wire."""
+    wire = subjects.wire
+    client = wire.client()
+    if LEDGER not in client.list_tables()["TableNames"]:
+        create_table(client, LEDGER)
+    rules = RuleUnits(wire, reader)
+    was, wire.capacity_on = wire.capacity_on, True
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        for name in PROTOCOLS:
+            out[name] = {}
+            for variant, process in (("none", business(0)), ("one write", _ledger_entry)):
+                handler = subjects.build(name, process)
+                bodies = [body(k) for k in new_keys(n)]
+                wire.reset()
+                rules.take()
+                response = invoke(handler, bodies)
+                if response["batchItemFailures"]:
+                    raise RuntimeError(f"{name}, {variant}: records failed; no figure")
+                calls, capacity = wire.snapshot()
+                out[name][variant] = {
+                    "calls": sum(calls.values()) / n,
+                    "operations": {op: k / n for op, k in sorted(calls.items())},
+                    "wru_reported": capacity["write"] / n,
+                    "wru_rules": rules.take() / n,
+                }
+    finally:
+        wire.capacity_on = was
+    return out

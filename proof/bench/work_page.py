@@ -27,7 +27,69 @@ def goal_rows(paths: dict[str, Any]) -> Rows:
                 verdict(calls <= goal),
             ]
         )
+    staged = paths.get("once-staged")
+    if staged:
+        new, dup = staged["new"]["calls"], staged["duplicate"]["calls"]
+        rows.append(
+            [
+                "DynamoDB calls per new message / duplicate, staged",
+                f"{new:g} / {dup:g}",
+                "",
+                "1 / 1",
+                verdict(new <= 1 and dup <= 1),
+            ]
+        )
     return rows
+
+
+#: Write units per new message, staged: (no staged write, one staged write).
+STAGED_WRU_GOAL = (1.0, 4.0)
+
+
+def write_unit_goal_rows(units: dict[str, Any] | None) -> Rows:
+    """Write units per new message under ``effects="staged"``, with no staged write and
+    with one, beside the two-phase protocol's (by DynamoDB's rules; the engine's report in
+    parentheses when it differs)."""
+    if not units or "once-staged" not in units:
+        return []
+
+    def pair(name: str) -> str:
+        got = units[name]
+        rule = " / ".join(f"{got[v]['wru_rules']:g}" for v in ("none", "one write"))
+        engine = " / ".join(f"{got[v]['wru_reported']:g}" for v in ("none", "one write"))
+        return rule + ("" if rule == engine else f" (engine reports {engine})")
+
+    staged = units["once-staged"]
+    got = (staged["none"]["wru_rules"], staged["one write"]["wru_rules"])
+    goal = STAGED_WRU_GOAL
+    return [
+        [
+            "write units per new message, staged, no staged write / one staged write",
+            f"{pair('once-staged')} (two-phase: {pair('once')})"
+            if "once" in units
+            else pair("once-staged"),
+            "",
+            f"{goal[0]:g} / {goal[1]:g}",
+            verdict(got[0] <= goal[0] and got[1] <= goal[1]),
+        ]
+    ]
+
+
+def write_unit_rows(units: dict[str, Any]) -> Rows:
+    title = {"once": "once two-phase", "once-staged": "once staged"}
+    return [
+        [
+            title.get(name, name),
+            variant,
+            f"{got['calls']:g}",
+            ", ".join(f"{op} {n:g}" for op, n in got["operations"].items() if n) or "-",
+            f"{got['wru_reported']:g}",
+            f"{got['wru_rules']:g}",
+            f"{got['wru_rules'] * work.PRICE_WRU:.3f}",
+        ]
+        for name, per in units.items()
+        for variant, got in per.items()
+    ]
 
 
 def work_rows(paths: dict[str, Any]) -> Rows:
@@ -110,9 +172,35 @@ the DLQ, one SQS request, when a DLQ is configured; with none here it reports it
         work_rows(run["paths"]),
         note="An in-batch duplicate costs what a batch with the copy costs more "
         "than one without it. Busy: another delivery holds the key inside its "
-        "business code. Conflict: a completed key, another payload; the naive "
-        "pattern has no payload check and acknowledges it as a duplicate.",
+        'business code (under `effects="staged"` no claim is held: the second copy '
+        "commits and the holder's commit is refused as a duplicate). Conflict: a completed "
+        "key, another payload; the naive pattern has no payload check and acknowledges it "
+        "as a duplicate.",
     )
+    units = run.get("write_units")
+    if units:
+        page.text("""
+Write units per new message with and without a staged write (`attempt.write` of one `Put`
+to a ledger table of its own): under the two-phase protocol the claim, then the completion
+(a `TransactWriteItems` of the record and the write when one is staged); under
+`effects="staged"` the one commit. "By rule" applies DynamoDB's billing to the items each
+call wrote (1 unit per KB of the larger image, twice that in a transaction:
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling),
+"engine" is what DynamoDB Local reported through `ReturnConsumedCapacity=TOTAL`.
+""")
+        page.table(
+            "Write units per new message, two-phase and staged",
+            [
+                "protocol",
+                "staged writes",
+                "calls",
+                "operations",
+                "WRU (engine)",
+                "WRU (by rule)",
+                "USD per million (by rule)",
+            ],
+            write_unit_rows(units),
+        )
     plot(run["paths"], docs / "perf_work.png")
     page.image("perf_work.png", "DynamoDB calls per record by path")
     sizes = run["record_sizes"]

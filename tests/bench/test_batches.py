@@ -85,3 +85,8 @@ def test_every_scale_measures_the_goal_sizes_it_claims(scale: str) -> None:
     if scale != "smoke":
         assert set(batches.GOALS) <= set(plan.reps)
         assert 1000 <= plan.warm_least <= plan.warm_most
+
+
+def test_a_staged_record_waits_one_round_trip_and_its_business_time_per_round() -> None:
+    staged = batches.floor_ms(10, 10, 0.0, 0.0, calls=batches.CALLS["once-staged"])
+    assert staged["waits_ms"] == batches.RTT_MS + batches.BUSINESS_MS

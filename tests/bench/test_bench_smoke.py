@@ -1,6 +1,7 @@
 """`make bench` in miniature: every benchmark driver runs end to end on both engines, the
 page and its plots are written, and the protocol's call counts hold (2 per new key, 1 per
-duplicate, 0 for a duplicate inside the batch).
+duplicate, 0 for a duplicate inside the batch; under ``effects="staged"`` 1 per new key and 1
+per duplicate).
 
 The local-cloud throughput driver is left out: starting the local cloud alone takes longer
 than this whole test may.
@@ -61,18 +62,30 @@ def test_bench_smoke(tmp_path: Path) -> None:
     assert paths["once"]["in-batch duplicate"]["calls"] == 0
     assert paths["powertools"]["new"]["calls"] == 2
     assert paths["once"]["new"]["wru_reported"] == 2
+    # effects="staged": one conditional write per new message, one refused per duplicate.
+    assert paths["once-staged"]["new"]["calls"] == 1
+    assert paths["once-staged"]["duplicate"]["calls"] == 1
+    assert paths["once-staged"]["in-batch duplicate"]["calls"] == 0
+    units = data["engines"]["dynamodb-local"]["write_units"]
+    assert units["once-staged"]["none"]["calls"] == 1
+    assert units["once-staged"]["one write"]["operations"] == {"TransactWriteItems": 1}
+    assert units["once"]["one write"]["calls"] == 2
+    assert "DynamoDB calls per new message / duplicate, staged | 1 / 1" in page
+    assert "write units per new message, staged" in page
+    assert "## Big batches: DynamoDB Local" in page and "once staged" in page
     for engine in ("moto", "dynamodb-local"):
         for row in data["engines"][engine]["latency"]:
             assert row["once"]["median_ms"] > 0 and row["powertools"]["median_ms"] > 0
     big = data["engines"]["dynamodb-local"]["batches"]
     assert [row["batch"] for row in big["rows"]] == list(batches.plan("smoke").reps)
     for row in big["rows"]:
-        for name in ("once", "powertools"):
+        for name in batches.TIMED:
             assert len(row[name]["samples"]) == row["reps"]
             assert row[name]["cpu_ms_per_record"] > 0
             assert row[name]["engine_cpu_ms_per_call"] >= 0
             assert 0 <= row[name]["other_cpu_share"] <= 1
         assert row["floor"]["floor_ms"] >= row["floor"]["waits_ms"] > 0
+        assert row["floor_staged"]["waits_ms"] < row["floor"]["waits_ms"]
     swept = {(row["batch"], row["max_workers"]) for row in big["sweep"]}
     plan = batches.plan("smoke")
     assert swept == {(size, w) for size in plan.sweep_sizes for w in plan.sweep}
