@@ -7,9 +7,11 @@ imported before its environment exists. It creates the AWS clients once per hand
 is primed before a SnapStart snapshot and closes its connections after a restore
 (``once.snapstart``), returns the partial batch response (``Handler.handle`` returns each
 record's result beside it), and sets when the records it reports failed come back
-(``visibility.py``). The
-handler raises only for a broken configuration; a record-level problem always becomes an
-entry in ``batchItemFailures`` (or an acknowledgment). ``Handler.bind`` runs it with a
+(``visibility.py``). What a cold start needs of it is kept to what the first record needs:
+it reads the SQS records itself (``once.sqsrecord``), and the botocore session of its own
+asks for once's services by name (``once.botoloader``). The handler raises only for a broken
+configuration; a record-level problem always becomes an entry in ``batchItemFailures`` (or
+an acknowledgment). ``Handler.bind`` runs it with a
 record store or quarantine of the caller's choosing instead of the ones built from the
 configuration.
 """
@@ -23,18 +25,19 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSEvent
 from botocore.config import Config
 
 from once import constants as c
 from once import snapstart
 from once.backoff import Backoff
+from once.botoloader import named_service_loader
 from once.models import BatchResult, Outcome, RecordResult
 from once.observability import log_safely, logger, name_service, publish, subsegment
 from once.outbox import Outbox
 from once.payload import WHOLE_BODY, BodyReader
 from once.processor import BatchProcessor, Process, Settings
 from once.quarantine import Quarantine
+from once.sqsrecord import SqsRecord
 from once.store import RecordStore
 from once.visibility import Visibility
 
@@ -246,7 +249,7 @@ class Handler:
         returns ``.response`` to Lambda. ``records`` are in the order of the event's records.
         """
         logger.append_keys(request_id=getattr(context, "aws_request_id", None))
-        records = list(SQSEvent(event).records)
+        records = [SqsRecord(record) for record in event["Records"]]
         processor = self.processor
         try:
             with subsegment("## once batch") as segment:
@@ -365,7 +368,11 @@ def _session() -> Any:
         if _own_session is None:
             import botocore.session
 
-            _own_session = botocore.session.get_session()
+            session = botocore.session.get_session()
+            loader = named_service_loader(session)
+            if loader is not None:
+                session.register_component("data_loader", loader)
+            _own_session = session
         return _own_session
 
 

@@ -19,7 +19,7 @@ from jmespath.parser import ParsedResult
 
 from once import constants as c
 from once.models import PermanentError
-from once.sendrules import SQS_REFUSED_CHARACTER
+from once.sendrules import SQS_REFUSED_CHARACTER, pattern
 
 #: Sentinel for ``validate``: hash the whole body.
 WHOLE_BODY = "@"
@@ -341,7 +341,7 @@ def clean_text(text: str) -> str:
     (``sendrules.SQS_REFUSED_CHARACTER``: a lone surrogate; control characters but tab, newline
     and carriage return; U+FFFE and U+FFFF) written as its ``\\uXXXX`` escape, so that storing
     or sending it cannot fail."""
-    return SQS_REFUSED_CHARACTER.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return pattern(SQS_REFUSED_CHARACTER).sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def describe_error(error: BaseException) -> str:

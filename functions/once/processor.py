@@ -6,8 +6,8 @@ independently and decides success by whether the record handler raised. Our rule
 records to know about each other: records sharing a business key run once and the others
 *follow* that outcome (0 extra writes); FIFO groups run in order and stop at the first
 failure while other groups go on; a deadline guard leaves records unclaimed; and a
-permanent failure is acknowledged only once its copy is in the DLQ. We still read the
-batch through Powertools' SQS event types.
+permanent failure is acknowledged only once its copy is in the DLQ. The batch's records are
+read as Powertools' SQS event types read them (``once.sqsrecord``).
 
 Rules this module keeps: it never raises for a record-level problem, and it reports only
 message ids of its own batch.
@@ -24,8 +24,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from once import constants as c
 from once.awserrors import describe
@@ -52,6 +50,7 @@ from once.protocol import (
     review_reason,
 )
 from once.quarantine import Quarantine
+from once.sqsrecord import SqsRecord
 from once.store import (
     Claimed,
     CommitCanceled,
@@ -84,7 +83,7 @@ class Settings:
 @dataclass
 class _Item:
     index: int  # its place in the event
-    record: SQSRecord
+    record: SqsRecord
     parsed: Parsed | None
     bad: BadMessage | None
 
@@ -98,7 +97,7 @@ class _Attempt:
     that changes how it ends passes on a copy (``dataclasses.replace``). Business code is
     handed its own view of it, ``once.models.Attempt``."""
 
-    record: SQSRecord
+    record: SqsRecord
     parsed: Parsed
     record_id: str  # the record's ``id`` in the table
     claim: Claimed
@@ -129,7 +128,7 @@ class BatchProcessor:
         self._logger = logger
         self._pool: ThreadPoolExecutor | None = None
 
-    def run(self, records: Iterable[SQSRecord], context: Any) -> list[RecordResult]:
+    def run(self, records: Iterable[SqsRecord], context: Any) -> list[RecordResult]:
         """Every record's result, in the order of ``records``."""
         items = [self._read(index, record) for index, record in enumerate(records)]
         # A FIFO queue's name ends in .fifo; standard (fair) queues may carry group ids too.
@@ -171,7 +170,7 @@ class BatchProcessor:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def _read(self, index: int, record: SQSRecord) -> _Item:
+    def _read(self, index: int, record: SqsRecord) -> _Item:
         try:
             attributes = record.raw_event.get("messageAttributes")
             return _Item(index, record, self._reader.read(record.body, attributes), None)
@@ -271,7 +270,7 @@ class BatchProcessor:
             holder_remaining_ms=leader.holder_remaining_ms,
         )
 
-    def _claim_and_run(self, record: SQSRecord, parsed: Parsed, context: Any) -> RecordResult:
+    def _claim_and_run(self, record: SqsRecord, parsed: Parsed, context: Any) -> RecordResult:
         message_id = record.message_id
         stored_as = record_id(self._settings.key_prefix, parsed.key)
         try:
@@ -302,7 +301,7 @@ class BatchProcessor:
 
     def _rejected(
         self,
-        record: SQSRecord,
+        record: SqsRecord,
         parsed: Parsed,
         stored_as: str,
         rejected: Rejected,
@@ -333,7 +332,7 @@ class BatchProcessor:
             holder_remaining_ms=rejected.holder_remaining_ms,
         )
 
-    def _run_staged(self, record: SQSRecord, parsed: Parsed, context: Any) -> RecordResult:
+    def _run_staged(self, record: SqsRecord, parsed: Parsed, context: Any) -> RecordResult:
         """``effects="staged"``: business code runs first, with no claim (``attempt.fence``
         is None), staging every effect it has; then one write completes the record under
         the claim's condition, with what it staged (``RecordStore.commit_staged``). The
@@ -404,7 +403,7 @@ class BatchProcessor:
         )
 
     def _refused_by_record(
-        self, record: SQSRecord, parsed: Parsed, stored_as: str, context: Any
+        self, record: SqsRecord, parsed: Parsed, stored_as: str, context: Any
     ) -> RecordResult | None:
         """A staged copy that ends without its commit for a reason of its own: the
         record's refusal of it, where the record refuses it (``RecordStore.staged_refusal``:
@@ -663,7 +662,7 @@ class BatchProcessor:
 
     def _quarantined(
         self,
-        record: SQSRecord,
+        record: SqsRecord,
         key: str | None,
         reason: str,
         error: str,
@@ -728,7 +727,7 @@ class BatchProcessor:
 _NOTHING_LANDED = (WriteRefused, CommitCanceled)
 
 
-def _review_fence(record: SQSRecord) -> int | None:
+def _review_fence(record: SqsRecord) -> int | None:
     """The fence a person reviewed, on a message redriven from the DLQ after a quarantine
     for review (``once.reason`` one of ``REVIEW_REASONS``, and ``once.fence``); None on any
     other."""

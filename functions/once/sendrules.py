@@ -9,16 +9,26 @@ documentation), and every module holds a message to it from here: ``effects`` re
 ``attempt.send``, ``quarantine`` leaves out of the DLQ copy what SQS would not take,
 ``outbox`` sizes its batches, ``payload`` escapes the characters SQS refuses.
 
-Pure: no I/O, nothing of once imported.
+Pure: no I/O, nothing of once imported. Its regular expressions are compiled at their first
+use (``pattern``), not at import: a record that sends nothing and fails in nothing uses none of
+them, and compiling them all is about a millisecond of every cold start.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urlsplit
+
+
+@functools.cache
+def pattern(text: str, flags: int = 0) -> re.Pattern[str]:
+    """The regular expression ``text``, compiled once, at its first use."""
+    return re.compile(text, flags)
+
 
 # --- Destinations ------------------------------------------------------------------------------
 
@@ -42,10 +52,8 @@ def is_fifo(destination: str) -> bool:
 #: ``sqs.<region>.api.aws``) and the legacy ``<region>.queue.amazonaws.com``;
 #: ``queue.amazonaws.com`` is us-east-1. Another host (a local engine) names no region.
 #: https://docs.aws.amazon.com/general/latest/gr/sqs-service.html
-_SQS_HOST = re.compile(
-    r"(?:.+\.)?sqs(?:-fips)?\.([a-z0-9-]+)\.(?:vpce\.)?(?:amazonaws\.com(?:\.cn)?|api\.aws)"
-)
-_LEGACY_SQS_HOST = re.compile(r"([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?")
+_SQS_HOST = r"(?:.+\.)?sqs(?:-fips)?\.([a-z0-9-]+)\.(?:vpce\.)?(?:amazonaws\.com(?:\.cn)?|api\.aws)"
+_LEGACY_SQS_HOST = r"([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?"
 
 
 def destination_region(destination: str) -> str | None:
@@ -55,7 +63,7 @@ def destination_region(destination: str) -> str | None:
     host = (urlsplit(destination).hostname or "").lower()
     if host == "queue.amazonaws.com":
         return "us-east-1"
-    match = _SQS_HOST.fullmatch(host) or _LEGACY_SQS_HOST.fullmatch(host)
+    match = pattern(_SQS_HOST).fullmatch(host) or pattern(_LEGACY_SQS_HOST).fullmatch(host)
     return match.group(1) if match else None
 
 
@@ -150,20 +158,20 @@ def request_message_bytes(body: str, attributes: Mapping[str, Mapping[str, Any]]
 #: XML 1.0's ``#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000-#x10FFFF``; any other is
 #: refused (``InvalidMessageContents``). Written as the characters it refuses (controls but
 #: tab, newline and carriage return; surrogates; U+FFFE, U+FFFF): the same set as the negation
-#: of the ranges above, and a class re compiles in well under a millisecond at import, where
-#: the negated one over the whole of Unicode takes several.
+#: of the ranges above, and a class re compiles in well under a millisecond, where the negated
+#: one over the whole of Unicode takes several. Its text: ``pattern`` compiles it.
 #: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html
 #: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html
 #: (botocore sqs/2012-11-05 SendMessageRequest.MessageBody; MessageAttributeValue: "the Value
 #: attribute has the same restrictions on the content as the message body").
-SQS_REFUSED_CHARACTER = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+SQS_REFUSED_CHARACTER = "[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]"
 #: SNS states no character set: "messages must be UTF-8 encoded strings", and a String
 #: attribute value "has the same restrictions on the content as the message body". What is not
 #: UTF-8 is a lone surrogate (a str holding one cannot be encoded).
 #: https://docs.aws.amazon.com/sns/latest/api/API_Publish.html
 #: https://docs.aws.amazon.com/sns/latest/api/API_MessageAttributeValue.html
 #: (botocore sns/2010-03-31 PublishInput.Message, MessageAttributeValue).
-_SNS_REFUSED_CHARACTER = re.compile("[\ud800-\udfff]")
+_SNS_REFUSED_CHARACTER = "[\ud800-\udfff]"
 
 
 def text_taken(text: str, *, to_topic: bool) -> bool:
@@ -171,7 +179,7 @@ def text_taken(text: str, *, to_topic: bool) -> bool:
     empty, and every character one it takes ("Name, type, value and the message body must not
     be empty or null": MessageAttributeValue, both services)."""
     refused = _SNS_REFUSED_CHARACTER if to_topic else SQS_REFUSED_CHARACTER
-    return bool(text) and refused.search(text) is None
+    return bool(text) and pattern(refused).search(text) is None
 
 
 # --- Message attributes ------------------------------------------------------------------------
@@ -187,7 +195,7 @@ MAX_ATTRIBUTES = 10
 #: starting or ending with a period, no two periods in succession.
 #: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html#message-attribute-components
 #: https://docs.aws.amazon.com/sns/latest/dg/sns-message-attributes.html
-_ATTRIBUTE_NAME = re.compile(r"[A-Za-z0-9_\-.]{1,256}")
+_ATTRIBUTE_NAME = r"[A-Za-z0-9_\-.]{1,256}"
 #: AWS's reserved prefixes (same pages), compared in lower case.
 _RESERVED_PREFIXES = ("aws.", "amazon.")
 
@@ -195,7 +203,7 @@ _RESERVED_PREFIXES = ("aws.", "amazon.")
 def attribute_name_taken(name: str) -> bool:
     """Whether SQS and SNS take ``name`` as a message attribute's name."""
     return (
-        _ATTRIBUTE_NAME.fullmatch(name) is not None
+        pattern(_ATTRIBUTE_NAME).fullmatch(name) is not None
         and not name.lower().startswith(_RESERVED_PREFIXES)
         and not name.startswith(".")
         and not name.endswith(".")
@@ -211,7 +219,7 @@ def attribute_name_taken(name: str) -> bool:
 #: https://docs.aws.amazon.com/sns/latest/dg/sns-message-attributes.html#SNSMessageAttributes.DataTypes
 DATA_TYPES = ("String", "Number", "Binary")
 DATA_TYPE_MAX_CHARS = 256
-_DATA_TYPE = re.compile(rf"({'|'.join(DATA_TYPES)})(\..+)?", re.DOTALL)
+_DATA_TYPE = rf"({'|'.join(DATA_TYPES)})(\..+)?"
 
 
 def data_type_base(data_type: str) -> str | None:
@@ -219,7 +227,7 @@ def data_type_base(data_type: str) -> str | None:
     aside (``Number.float`` is a ``Number``); None for one it refuses."""
     if len(data_type) > DATA_TYPE_MAX_CHARS or not text_taken(data_type, to_topic=False):
         return None
-    kind = _DATA_TYPE.fullmatch(data_type)
+    kind = pattern(_DATA_TYPE, re.DOTALL).fullmatch(data_type)
     return kind.group(1) if kind else None
 
 
@@ -231,7 +239,7 @@ def data_type_base(data_type: str) -> str | None:
 NUMBER_MAX_DIGITS = 38
 NUMBER_MIN = Decimal(1).scaleb(-128)
 NUMBER_MAX = Decimal(1).scaleb(126)
-_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_NUMBER_TEXT = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 
 def number_taken(number: Decimal) -> bool:
@@ -248,7 +256,7 @@ def number_taken(number: Decimal) -> bool:
 
 def number_text_taken(text: str) -> bool:
     """Whether SQS and SNS take ``text`` as a Number attribute's value."""
-    if _NUMBER_TEXT.fullmatch(text) is None:
+    if pattern(_NUMBER_TEXT).fullmatch(text) is None:
         return False
     try:
         number = Decimal(text)
@@ -279,11 +287,11 @@ def value_taken(data_type: str, value: str | bytes, *, to_topic: bool) -> bool:
 #: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html
 #: https://docs.aws.amazon.com/sns/latest/api/API_Publish.html (botocore
 #: SendMessageRequest.MessageGroupId, PublishInput.MessageGroupId, PublishBatchRequestEntry).
-_GROUP_ID = re.compile(r"[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}")
+_GROUP_ID = r"[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}"
 #: (A FIFO target's ``MessageDeduplicationId`` takes the same characters, up to 128: once's is
 #: 64 hex digits, ``effects.deduplication_id``.)
 
 
 def group_id_taken(group_id: str) -> bool:
     """Whether SQS and SNS take ``group_id`` as a ``MessageGroupId``."""
-    return _GROUP_ID.fullmatch(group_id) is not None
+    return pattern(_GROUP_ID).fullmatch(group_id) is not None

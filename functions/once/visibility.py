@@ -18,11 +18,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
 from once.backoff import Backoff, source_queue_url
 from once.models import Outcome, RecordResult
 from once.observability import log_safely
+from once.sqsrecord import SqsRecord
 
 #: SQS takes at most ten entries per ChangeMessageVisibilityBatch.
 _BATCH = 10
@@ -38,7 +37,7 @@ class Visibility:
 
     def delay(
         self,
-        records: Iterable[SQSRecord],
+        records: Iterable[SqsRecord],
         handled: Iterable[RecordResult],
         *,
         time_left_ms: Callable[[], int] | None = None,
@@ -82,7 +81,7 @@ class Visibility:
             if before is not None and time_left_ms is not None:
                 slowest_ms = max(slowest_ms, before - time_left_ms())
 
-    def _timeout_s(self, record: SQSRecord, end: RecordResult) -> int:
+    def _timeout_s(self, record: SqsRecord, end: RecordResult) -> int:
         count = record.attributes.get("ApproximateReceiveCount")
         receive_count = int(count) if count and count.isdigit() else 1
         if end.outcome is Outcome.BUSY:

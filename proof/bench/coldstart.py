@@ -13,12 +13,20 @@ alternating, in fresh interpreters, against a local endpoint that answers every 
 once with an empty success (``_Answers``): no engine's time, no network, only the client's
 own work (imports, clients, requests). The time is the interpreter's wall clock and its CPU.
 
+Every measured interpreter reads compiled byte code, once's modules as the installed
+packages' (``pip`` compiles those at install): a first, unmeasured run of each module compiles
+what it imports into a byte-code cache of the measurement's own (``PYTHONPYCACHEPREFIX``, a
+temporary directory). Without it, a source of ``functions/`` edited since its cached byte
+code was written (and never written again where ``PYTHONDONTWRITEBYTECODE`` is set) is
+compiled in every measured run, and the figure would say how recently once was edited.
+
 The asset is ``functions/`` plus what ``requirements-lambda.txt`` installs
 (``pip install --target``, cached), or the bundle of the last ``make synth`` if there is one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,6 +34,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import zlib
 from collections import defaultdict
@@ -65,10 +74,26 @@ FIRST_RECORD = {
     "once (minimal)": "once_handler",
     "Powertools (documented minimal)": "powertools_handler",
 }
-#: A fresh interpreter: import the module, then handle one batch of one new record.
+#: A fresh interpreter: import the module, then handle one batch of one new record. The cyclic
+#: garbage collector's CPU time is told apart (``gc_ms``; ``full_gcs`` of its collections
+#: were full ones): a process that allocates as much as these do pays one full collection
+#: (some 15 ms) about when the first record runs, and one that allocates a little less pays
+#: it later, at a warm invocation.
 _FIRST_RECORD_PROBE = """
-import json, time
+import gc, json, time
 EVENT = json.loads({event!r})
+GC = {{"ms": 0.0, "full": 0, "at": 0.0}}
+
+
+def gc_timed(phase, info):
+    if phase == "start":
+        GC["at"] = time.process_time()
+    else:
+        GC["ms"] += (time.process_time() - GC["at"]) * 1000
+        GC["full"] += info["generation"] == 2
+
+
+gc.callbacks.append(gc_timed)
 
 
 class Context:
@@ -88,7 +113,8 @@ response = handler_module.lambda_handler(EVENT, Context())
 w2, c2 = time.perf_counter(), time.process_time()
 assert response == {{"batchItemFailures": []}}, response
 print(json.dumps({{"import_ms": (w1 - w0) * 1000, "first_ms": (w2 - w1) * 1000,
-                  "total_ms": (w2 - w0) * 1000, "cpu_ms": (c2 - c0) * 1000}}))
+                  "total_ms": (w2 - w0) * 1000, "cpu_ms": (c2 - c0) * 1000,
+                  "gc_ms": GC["ms"], "full_gcs": GC["full"]}}))
 """
 #: SnapStart, emulated: the module is imported and the runtime's before-snapshot hooks run
 #: (INIT, then the snapshot); a fork stands for a restore (the process's memory as it was,
@@ -156,19 +182,40 @@ def endpoint_env(functions: Path, url: str) -> dict[str, str]:
     return env
 
 
-def import_ms(module: str, runs: int, functions: Path = FUNCTIONS) -> list[float]:
-    """Import time of ``module`` in ``runs`` fresh interpreters, in ms."""
-    out = []
-    for _ in range(runs):
-        done = subprocess.run(
-            [sys.executable, "-c", _PROBE.format(module=module)],
-            env=_env(functions),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        out.append(float(done.stdout.strip().splitlines()[-1]))
-    return out
+def compiled(env: dict[str, str], pycache: Path) -> dict[str, str]:
+    """``env`` with byte code read from, and written to, ``pycache`` (the measurement's
+    own cache, whatever ``PYTHONDONTWRITEBYTECODE`` says), so that a first run of a module
+    compiles it for the measured ones."""
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+@contextmanager
+def _pycache() -> Iterator[Path]:
+    """A byte-code cache for the time of the block."""
+    with tempfile.TemporaryDirectory(prefix="coldstart-pyc-") as path:
+        yield Path(path)
+
+
+def import_ms(
+    module: str, runs: int, functions: Path = FUNCTIONS, pycache: Path | None = None
+) -> list[float]:
+    """Import time of ``module`` in ``runs`` fresh interpreters, in ms, after one run that
+    compiles it (into ``pycache``, else a cache of this call's own)."""
+    with contextlib.ExitStack() as stack:
+        cache = pycache or stack.enter_context(_pycache())
+        out = []
+        for _ in range(runs + 1):
+            done = subprocess.run(
+                [sys.executable, "-c", _PROBE.format(module=module)],
+                env=compiled(_env(functions), cache),
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            out.append(float(done.stdout.strip().splitlines()[-1]))
+        return out[1:]
 
 
 class _Answer(BaseHTTPRequestHandler):
@@ -241,17 +288,18 @@ def first_record(
     code it is imported beside) in ``runs`` fresh interpreters each, the modules alternating:
     medians of wall time (import, first record, both) and CPU. ``sdk``: a directory whose
     boto3 and botocore are imported instead of the installed ones. ``snapshot``: SnapStart
-    emulated (``_SNAPSHOT_PROBE``): restore hooks plus first record, from the restore."""
+    emulated (``_SNAPSHOT_PROBE``): restore hooks plus first record, from the restore.
+    Each module's first run compiles what it imports and is not counted."""
     probe = _SNAPSHOT_PROBE if snapshot else _FIRST_RECORD_PROBE
     samples: dict[str, list[dict[str, float]]] = {label: [] for label in modules}
-    with _answers() as url:
+    with _answers() as url, _pycache() as pycache:
         envs = {}
         for label, (_, functions) in modules.items():
-            env = endpoint_env(functions, url)
+            env = compiled(endpoint_env(functions, url), pycache)
             if sdk is not None:
                 env["PYTHONPATH"] = os.pathsep.join([str(sdk), env["PYTHONPATH"]])
             envs[label] = env
-        for _ in range(runs):
+        for n in range(runs + 1):
             for label, (module, _) in modules.items():
                 done = subprocess.run(
                     [
@@ -266,7 +314,8 @@ def first_record(
                 )
                 if done.returncode != 0:
                     raise RuntimeError(f"first record of {module} failed:\n{done.stderr[-2000:]}")
-                samples[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+                if n > 0:
+                    samples[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
     return {
         label: {
             "module": modules[label][0],
@@ -277,16 +326,28 @@ def first_record(
             },
             "total_ms_min": min(s["total_ms"] for s in rows),
             "total_ms_max": max(s["total_ms"] for s in rows),
+            **(
+                {
+                    "gc_ms_median": statistics.median(s["gc_ms"] for s in rows),
+                    "full_gc_runs": sum(s["full_gcs"] > 0 for s in rows),
+                }
+                if all("gc_ms" in s for s in rows)
+                else {}
+            ),
         }
         for label, rows in samples.items()
     }
 
 
-def import_breakdown(module: str, functions: Path = FUNCTIONS, top: int = 8) -> dict[str, float]:
-    """Self time (ms) per top-level package from ``python -X importtime``."""
+def import_breakdown(
+    module: str, functions: Path = FUNCTIONS, top: int = 8, pycache: Path | None = None
+) -> dict[str, float]:
+    """Self time (ms) per top-level package from ``python -X importtime``, reading byte code
+    from ``pycache`` (where ``import_ms`` compiled it) when given."""
+    env = _env(functions) if pycache is None else compiled(_env(functions), pycache)
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"import {module}"],
-        env=_env(functions),
+        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -398,16 +459,17 @@ def run(
     install: bool = True,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"runs": runs, "imports": {}}
-    for label, module in MODULES.items():
-        tick(f"cold start: {module}")
-        samples = import_ms(module, runs, functions)
-        result["imports"][label] = {
-            "module": module,
-            "median_ms": statistics.median(samples),
-            "min_ms": min(samples),
-            "max_ms": max(samples),
-            "breakdown_ms": import_breakdown(module, functions),
-        }
+    with _pycache() as pycache:
+        for label, module in MODULES.items():
+            tick(f"cold start: {module}")
+            samples = import_ms(module, runs, functions, pycache)
+            result["imports"][label] = {
+                "module": module,
+                "median_ms": statistics.median(samples),
+                "min_ms": min(samples),
+                "max_ms": max(samples),
+                "breakdown_ms": import_breakdown(module, functions, pycache=pycache),
+            }
     tick("cold start: first record")
     result["first_record"] = first_record(
         {label: (module, functions) for label, module in FIRST_RECORD.items()}, runs

@@ -10,7 +10,7 @@ from typing import Any
 from proof.bench.page import Rows, verdict
 
 #: Cold start (import + make_handler + first record), once over Powertools' medians.
-FIRST_RECORD_GOAL = 0.6
+FIRST_RECORD_GOAL = 0.8
 
 
 def goal_rows(cold: dict[str, Any]) -> Rows:
@@ -52,7 +52,14 @@ def import_rows(cold: dict[str, Any]) -> Rows:
     return rows
 
 
+def _with_gc(first: dict[str, Any]) -> bool:
+    """True when every row says what the garbage collector took (results saved before it
+    was measured do not)."""
+    return all("gc_ms_median" in r for r in first.values())
+
+
 def first_record_rows(first: dict[str, Any]) -> Rows:
+    gc = _with_gc(first)
     return [
         [
             label,
@@ -62,6 +69,7 @@ def first_record_rows(first: dict[str, Any]) -> Rows:
             f"{r['total_ms_min']:.0f}-{r['total_ms_max']:.0f}",
             f"{r['cpu_ms_median']:.0f}",
         ]
+        + ([f"{r['gc_ms_median']:.0f} ({r['full_gc_runs']}/{r['runs']})"] if gc else [])
         for label, r in first.items()
     ]
 
@@ -69,9 +77,10 @@ def first_record_rows(first: dict[str, Any]) -> Rows:
 def _first_record_table(page: Any, title: str, before: str, figures: dict[str, Any]) -> None:
     """A table of ``first_record_rows``; ``before``: what the time before the first record
     is (the import, or the restore hooks)."""
+    gc = ["GC (runs with a full collection)"] if _with_gc(figures) else []
     page.table(
         title,
-        ["module", before, "first record", "total (median)", "total min-max", "CPU"],
+        ["module", before, "first record", "total (median)", "total min-max", "CPU", *gc],
         first_record_rows(figures),
     )
 
@@ -114,7 +123,12 @@ self time by top-level package from one `python -X importtime` run, in ms.
             "`proof/bench/lambdas/once_handler.py` (the same business function as the "
             "Powertools one, once's defaults). Every AWS call goes to a local endpoint that "
             "answers at once with an empty success, so the figures are the client's own work "
-            "(imports, clients, requests), not an engine's or a network's."
+            "(imports, clients, requests), not an engine's or a network's. Every measured "
+            "interpreter reads compiled byte code, once's modules as the installed packages' "
+            "(a first, unmeasured run of each module compiles it). The GC column is the "
+            "cyclic garbage collector's share of the CPU: a process that allocates this "
+            "much pays one full collection (some 15 ms) about when its first record runs; "
+            "one that allocates a little less pays it at a later, warm invocation."
         )
         _first_record_table(page, "Cold start: import + first record (ms)", "import", first)
     snapshot = cold.get("snapshot")
