@@ -64,10 +64,11 @@ KNOWN_IMPLEMENTATIONS = (
     "once-unfenced",
     "naive-unordered",
     "once-atomic",
+    "once-staged",
     "powertools-two-hop",
 )
 #: The consumers that must keep every invariant (the exit code says whether they did).
-ONCE_CONSUMERS = ("once", "once-nobackoff", "once-atomic")
+ONCE_CONSUMERS = ("once", "once-nobackoff", "once-atomic", "once-staged")
 _ALL_OFF = {k: 0.0 for k in DEFAULT_RATES} | {"skew": 0, "redrive": 0, "ttl_sweep": 0}
 #: The shortest ``--retention-s``: longer than an invocation can run from its claim to its
 #: business code, so that a retention window is something the invariants can judge.
@@ -83,8 +84,8 @@ EPILOG = epilog(
     EngineFailed,
     HarnessFailed,
     ExampleShadowed,
-    failure="once (with or without backoff, or once-atomic) violated an invariant or lost a "
-    "message",
+    failure="once (with or without backoff, once-atomic or once-staged) violated an invariant "
+    "or lost a message",
 )
 
 
@@ -154,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(the FIFO control: a loop that ignores message groups), once-atomic (the two-hop "
         "workload: the credit committed with attempt.write, a notification sent through the "
         "outbox to a second queue, applied by a second once consumer keyed on SOURCE_KEY), "
-        "powertools-two-hop (the same workload written the documented way with Powertools) "
+        'once-staged (the same business code built with effects="staged": no claim, one '
+        "write commits it), powertools-two-hop (the same workload written the documented way "
+        "with Powertools) "
         "(default: %(default)s)",
     )
     parser.add_argument(

@@ -64,6 +64,7 @@ TTL_ATTRIBUTES = {
     "naive": "expires_at",
     "naive-unordered": "expires_at",
     "once-atomic": "expires_at",
+    "once-staged": "expires_at",
     "powertools-two-hop": "expiration",
 }
 #: How long a DynamoDB outage window stays open.
@@ -105,6 +106,12 @@ class Run:
     #: The two-hop workload's hop 2 (``twohop.py``): its deliveries, business executions,
     #: notifications acknowledged, left in its DLQ, and redriven mid-run (empty: one hop).
     notifications: dict[str, int] = field(default_factory=dict)
+    #: once only: how each delivery ended (``Outcome``), per hop ("processed", "duplicate",
+    #: ...; hop 2's prefixed "notify "), from the invocations that returned.
+    outcomes: dict[str, int] = field(default_factory=dict)
+    #: The DynamoDB API calls the workers made, by operation, from the invocations that
+    #: returned (a killed one's are not counted).
+    dynamodb_calls: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -117,6 +124,8 @@ class Run:
             "seconds": round(self.seconds, 1),
             "to_completion": self.to_completion,
             **({"notifications": self.notifications} if self.notifications else {}),
+            **({"outcomes": self.outcomes} if self.outcomes else {}),
+            **({"dynamodb_calls": self.dynamodb_calls} if self.dynamodb_calls else {}),
         }
 
 
@@ -535,6 +544,12 @@ def run_consumer(
     )
     if two_hop is not None:
         result.violations |= invariants.check_two_hop(two_hop, retention_s=retention_s)
+        if twohop.ONCE_EFFECTS.get(impl) == "staged":
+            result.violations |= invariants.check_staged(history, two_hop)
+            # Business code runs before the record is read: a mismatched copy runs by design,
+            # and its commit is refused (CONFLICT). That its effect never lands is what
+            # credit_twice and credit_partial check (two payloads landing count twice).
+            extra["mismatch_ran"] = result.violations.pop("mismatch_executed")
         result.notifications = {
             "deliveries": sum(e["count"] for e in history if e["e"] == "deliver2"),
             "executions": sum(1 for e in history if e["e"] == "exec2"),
@@ -552,7 +567,12 @@ def run_consumer(
         extra["lost_never_delivered"] = len(invariants.lost_hids(history, final) - delivered)
     faults: dict[str, int] = {}
     for e in history:
-        if e["e"] == "fault":
+        if e["e"] in ("outcomes", "outcomes2", "calls"):
+            into = result.dynamodb_calls if e["e"] == "calls" else result.outcomes
+            hop = "notify " if e["e"] == "outcomes2" else ""
+            for name, n in e["counts"].items():
+                into[hop + name] = into.get(hop + name, 0) + n
+        elif e["e"] == "fault":
             faults[e["kind"]] = faults.get(e["kind"], 0) + 1
         elif e["e"] == "outbox":  # once's owed and owed_sent outcomes (two-hop only)
             faults[f"outcome_{e['kind']}"] = faults.get(f"outcome_{e['kind']}", 0) + 1

@@ -410,3 +410,31 @@ def check_two_hop(state: Any, *, retention_s: float | None = None) -> dict[str, 
         "notified_not_once": notified_not_once(state),
         "owed_at_end": owed_at_end(state),
     }
+
+
+#: ``once-staged``'s own invariant (``effects="staged"``), checked beside the two-hop ones.
+#: ``mismatch_executed`` is not among its invariants: under ``effects="staged"`` business code
+#: runs before the record is read, so a copy with another payload runs by design, and its
+#: commit is refused (CONFLICT); its effect landing is what ``credit_twice`` and
+#: ``credit_partial`` catch (two payloads applied count 2). The harness reports how often it
+#: ran (``mismatch_ran``).
+STAGED_INVARIANTS = ("staged_not_one_write",)
+
+
+def staged_not_one_write(history: list[Event], state: Any) -> int:
+    """Under ``effects="staged"`` a record is written once, COMPLETED by its commit (and its
+    outbox cleared after): never claimed (no ``IN_PROGRESS``, so no lease and no fence to
+    take over), never FAILED (business code that raises writes nothing). Counts every
+    claim and every finalize other than a staged commit in the history, and every record
+    of either hop left in the table in another status than COMPLETED."""
+    claims = len(_by(history, "claim"))
+    others = sum(
+        1 for f in _by(history, "finalize") if not (f.get("staged") and f["op"] == "complete")
+    )
+    left = sum(n for status, n in state.statuses.items() if status != "COMPLETED")
+    return claims + others + left
+
+
+def check_staged(history: list[Event], state: Any) -> dict[str, int]:
+    """``once-staged``'s own invariant's violation count (``twohop.TwoHopState``)."""
+    return {"staged_not_one_write": staged_not_one_write(history, state)}

@@ -4,14 +4,26 @@ It hooks every DynamoDB client the process will create (botocore's built-in hand
 so the consumers under test run unchanged) and classifies each successful write on the
 idempotency table as a claim or a finalize, for all three consumers alike:
 
-- a claim is a ``PutItem``, or an ``UpdateItem`` that adds to the fence;
+- a claim is a ``PutItem``, or an ``UpdateItem`` that adds to the fence and writes a lease;
 - a finalize is any other ``UpdateItem`` (complete, or fail when it writes FAILED) or a
-  ``DeleteItem`` (the naive pattern's release).
+  ``DeleteItem`` (the naive pattern's release);
+- ``effects="staged"``'s one write (an ``UpdateItem``, or the record's element of a
+  ``TransactWriteItems``, that completes the record and adds to the fence, with no lease) is
+  a finalize with no claim before it: its owner is the one it writes, its fence unknown
+  (None), and ``staged`` says so;
+- the clear of a sent outbox (``REMOVE`` of it, no status written) is a clear, fenced by
+  the completion's fence, or by its owner after a staged commit.
 
 At the same points it kills the process (SIGKILL) after a claim, after the business effect
 or before a finalize, or stops it (SIGSTOP) past its lease and lets a sleeper resume it (for
 once's consumers, once the record was claimed anew);
 each at its rate, and each enabled one on the run's first chance too (``faults.Dice``).
+A staged commit has no claim before it: its pause comes before the commit is sent (business
+code has run, the message comes back to another worker), and lasts until another copy's
+commit has landed, so that the zombie surely resumes into a duplicate.
+
+It also counts the process's DynamoDB calls by operation (``take_calls``), the figure the
+staged mode is about: one write per new message instead of two.
 """
 
 from __future__ import annotations
@@ -75,14 +87,28 @@ class Probe:
         self._pause_max_s = max(pause_s, pause_max_s or pause_s)
         self._dice = dice
         self._local = threading.local()
+        self._calls: dict[str, int] = {}
+        self._calls_lock = threading.Lock()
 
     def install(self) -> None:
         botocore.handlers.BUILTIN_HANDLERS.extend(
             [
                 ("before-parameter-build.dynamodb", self._before),
                 ("after-call.dynamodb", self._after),
+                ("after-call.dynamodb", self._count_call),
             ]
         )
+
+    def _count_call(self, model: Any, **_: Any) -> None:
+        """One DynamoDB API call answered (the SDK's own retries within it not counted)."""
+        with self._calls_lock:
+            self._calls[model.name] = self._calls.get(model.name, 0) + 1
+
+    def take_calls(self) -> dict[str, int]:
+        """The DynamoDB calls counted since the last take, by operation."""
+        with self._calls_lock:
+            taken, self._calls = self._calls, {}
+        return taken
 
     def _roll(self, kind: str) -> bool:
         return self._dice.roll(kind, self._rates.get(kind, 0.0))
@@ -102,6 +128,7 @@ class Probe:
                 command = [
                     sys.executable, "-c", _RESUME_AFTER_TAKEOVER, self._table, claim["item"],
                     claim["claim"], str(os.getpid()), str(self._pause_s), str(self._pause_max_s),
+                    "staged" if claim.get("staged") else "claimed",
                 ]  # fmt: skip
             else:
                 command = ["sh", "-c", f"sleep {self._pause_s}; kill -CONT {os.getpid()}"]
@@ -121,13 +148,28 @@ class Probe:
                 return {"kind": "effect"}  # business code's own transaction
             # once's commit (``attempt.write``): the staged writes and the record's
             # completion in one transaction, the effect and the finalize at once.
-            return {**self._finalize(record["Key"], record["ExpressionAttributeValues"]),
-                    "commit": True}  # fmt: skip
+            values = record["ExpressionAttributeValues"]
+            if _staged(record.get("UpdateExpression", ""), values):
+                return self._staged_commit(record["Key"], values)
+            return {**self._finalize(record["Key"], values), "commit": True}
         if params.get("TableName") != self._table:
             return None
         key = (params.get("Key") or params.get("Item") or {}).get("id")
         item = _text(key)
         values = params.get("ExpressionAttributeValues") or {}
+        update = params.get("UpdateExpression", "")
+        if operation == "UpdateItem" and _clear(update):
+            # once's clear of a sent outbox: fenced by the completion that stored it (its
+            # fence; after a staged commit, its owner), by no claim's owner (any later
+            # delivery may send what a record owes and clear it).
+            return {
+                "kind": "clear",
+                "item": item,
+                "fence": _text(values.get(":fence")),
+                "owner": _text(values.get(":me")),
+            }
+        if operation == "UpdateItem" and _staged(update, values):
+            return self._staged_commit(params["Key"], values)
         if operation == "PutItem":
             expiry = _text(params["Item"].get("in_progress_expiration"))
             return {
@@ -144,10 +186,6 @@ class Probe:
                 "claim": _text(values.get(":me")),
                 "owned": True,  # the record names its owner: a takeover can be seen
             }
-        if operation == "UpdateItem" and ":me" not in values and ":fence" in values:
-            # once's clear of a sent outbox: fenced by the completion that stored it, by no
-            # owner (any later delivery may send what a record owes and clear it).
-            return {"kind": "clear", "item": item, "fence": _text(values[":fence"])}
         if operation in ("UpdateItem", "DeleteItem"):
             return self._finalize(params["Key"], values, delete=operation == "DeleteItem")
         return None
@@ -159,6 +197,22 @@ class Probe:
                 if body.get("TableName") == self._table:
                     return dict(body)
         return None
+
+    @staticmethod
+    def _staged_commit(key: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+        """``effects="staged"``'s one write: a completion with no claim before it. Its owner
+        is the one it writes (new with every commit); its fence is not known before it
+        lands (the transaction does not return it): None."""
+        return {
+            "kind": "finalize",
+            "item": _text(key.get("id")),
+            "op": "complete",
+            "result": _text(values.get(":result")),
+            "claim": _text(values.get(":me")),
+            "fence": None,
+            "commit": True,
+            "staged": True,
+        }
 
     @staticmethod
     def _finalize(
@@ -197,6 +251,10 @@ class Probe:
         context["chaos"] = call
         if call["kind"] == "finalize" and self._roll("kill_before_finalize"):
             self._fault("kill_before_finalize")
+        elif call.get("staged") and self._roll("pause"):
+            # Business code ran, nothing is written yet: stopped here, the process is the
+            # staged mode's zombie. It resumes once another copy's commit landed.
+            self._fault("pause", {**call, "owned": True})
         elif call["kind"] == "clear" and self._roll("kill_before_clear"):
             # The outbox was sent (the clear comes after every send): it is sent again.
             self._fault("kill_before_clear")
@@ -229,6 +287,7 @@ class Probe:
             return
         call["claim"] = call["claim"] or getattr(self._local, "claim", None)
         commit = call.pop("commit", False)
+        call.pop("owned", None)
         self._history.add("finalize", landed=landed, **call)
         if commit and self._roll("kill_after_effect"):
             # Committed: the effect and the record's completion landed; the outbox (if any)
@@ -252,11 +311,13 @@ def _wall_to_monotonic_ns() -> int:
 
 #: The sleeper of a pause after once's claim (``Probe._fault``): after ``least`` seconds,
 #: resume the process once the record no longer names its owner (claimed anew, or gone),
-#: or after ``most`` seconds. A process of its own: the paused one runs no thread.
+#: or after ``most`` seconds. Before a staged commit (``staged``: the record is not yet
+#: written by this process) it waits instead for a record that names another owner:
+#: another copy's commit landed. A process of its own: the paused one runs no thread.
 _RESUME_AFTER_TAKEOVER = """
 import os, signal, sys, time
 import boto3
-table, item, owner, pid, least, most = sys.argv[1:7]
+table, item, owner, pid, least, most, mode = sys.argv[1:8]
 started = time.monotonic()
 ddb = boto3.client("dynamodb")
 time.sleep(float(least))
@@ -265,7 +326,8 @@ while time.monotonic() - started < float(most):
         found = ddb.get_item(TableName=table, Key={"id": {"S": item}}, ConsistentRead=True)
     except Exception:
         found = {"Item": {"owner": {"S": owner}}}  # not known: look again
-    if found.get("Item", {}).get("owner", {}).get("S") != owner:
+    holder = found.get("Item", {}).get("owner", {}).get("S")
+    if holder != owner and (mode != "staged" or holder is not None):
         break
     time.sleep(0.2)
 os.kill(int(pid), signal.SIGCONT)
@@ -282,4 +344,20 @@ def _own_retry(call: dict[str, Any], parsed: dict[str, Any]) -> bool:
         old = reasons[-1].get("Item") or {}
     if call.get("claim") is None or _text(old.get("owner")) != call["claim"]:
         return False
-    return call["kind"] == "claim" or _text(old.get("fence")) == call.get("fence")
+    # A staged commit's owner is new with that commit: the owner alone says it is ours.
+    return (
+        call["kind"] == "claim"
+        or call.get("staged", False)
+        or _text(old.get("fence")) == call.get("fence")
+    )
+
+
+def _staged(update: str, values: dict[str, Any]) -> bool:
+    """``effects="staged"``'s commit: it completes the record and adds to the fence (as a
+    claim does), with no lease."""
+    return "#status = :completed" in update and "ADD #fence" in update and ":lease" not in values
+
+
+def _clear(update: str) -> bool:
+    """once's clear of a sent outbox: removes it, writes no status."""
+    return "REMOVE #outbox" in update and not update.startswith("SET #status")

@@ -1,6 +1,6 @@
-"""The two-hop workload of ``once-atomic`` and ``powertools-two-hop``: a payment credits the
-ledger and announces itself on a notifications queue (hop 1); a second consumer of that
-queue applies the notification's own effect (hop 2).
+"""The two-hop workload of ``once-atomic``, ``once-staged`` and ``powertools-two-hop``: a
+payment credits the ledger and announces itself on a notifications queue (hop 1); a second
+consumer of that queue applies the notification's own effect (hop 2).
 
 Every effect is *counted*, with no business guard, so that whatever a consumer applies twice
 shows as a count of 2 rather than being refused downstream:
@@ -13,10 +13,14 @@ shows as a count of 2 rather than being refused downstream:
 ``once-atomic`` stages the two ledger writes with ``attempt.write`` and the notification with
 ``attempt.send`` (once commits the writes with the record in one transaction, then sends);
 its hop 2 is a once consumer keyed on the outbox identity, ``key=SOURCE_KEY``
-(``once.source#once.seq``), never on the body. ``powertools-two-hop`` is the same workload
-written the documented way: the writes (one transaction of their own) and the send inside the
-idempotent function, hop 2 a Powertools consumer keyed on the body's ``paymentId`` (Powertools
-has no identity of an outbound message to key on).
+(``once.source#once.seq``), never on the body. ``once-staged`` is the same business code
+built with ``effects="staged"`` (both hops): it runs first, with no claim, and one
+``TransactWriteItems`` commits its writes with the record's completion, under the claim's
+condition; a copy whose commit is refused is a duplicate, and its writes never land.
+``powertools-two-hop`` is the same workload written the documented way: the writes (one
+transaction of their own) and the send inside the idempotent function, hop 2 a Powertools
+consumer keyed on the body's ``paymentId`` (Powertools has no identity of an outbound
+message to key on).
 """
 
 from __future__ import annotations
@@ -31,8 +35,11 @@ from once import constants as c
 from oncecli.aws import scan
 from proof.chaos.fenced import ACCOUNT_PREFIX, ENTRY_PREFIX
 
-#: The consumers that run this workload; the first is held to its invariants.
-IMPLEMENTATIONS = ("once-atomic", "powertools-two-hop")
+#: The consumers that run this workload; once's are held to its invariants.
+IMPLEMENTATIONS = ("once-atomic", "once-staged", "powertools-two-hop")
+#: once's consumers of this workload (the business code of ``once_hop1`` and ``once_hop2``),
+#: and the ``effects`` each builds it with.
+ONCE_EFFECTS = {"once-atomic": "any", "once-staged": "staged"}
 #: Hop 2's record key prefix (its service name) in the shared idempotency table.
 NOTIFY_PREFIX = "notifications"
 #: The ledger item of a notification's hop-2 effect: ``notified#<paymentId>``.
@@ -114,7 +121,8 @@ def _observed(history: History, body: dict[str, Any], attempt: Any) -> None:
 
 
 def once_hop1(history: History, ledger: str, notify_url: str) -> Callable[[Any, Any], Any]:
-    """``once-atomic``'s hop 1: stages the credit and the notification; writes nothing."""
+    """once's hop 1 (``once-atomic``, ``once-staged``): stages the credit and the
+    notification; writes nothing (``attempt.fence`` is None under ``effects="staged"``)."""
 
     def process(body: dict[str, Any], attempt: Any) -> Any:
         _observed(history, body, attempt)
@@ -127,7 +135,7 @@ def once_hop1(history: History, ledger: str, notify_url: str) -> Callable[[Any, 
 
 
 def once_hop2(history: History, ledger: str) -> Callable[[Any, Any], Any]:
-    """``once-atomic``'s hop 2 (``key=SOURCE_KEY``): stages the notification's effect."""
+    """once's hop 2 (``key=SOURCE_KEY``): stages the notification's effect."""
 
     def process(body: dict[str, Any], attempt: Any) -> Any:
         history.add("exec2", key=body["paymentId"], source=attempt.key)
@@ -187,6 +195,8 @@ class TwoHopState:
     parked: set[str] = field(default_factory=set)
     #: hop 1's prefix in the idempotency table (records ``<prefix>#<paymentId>``)
     hop1_prefix: str | None = None
+    #: once's records (both hops) by status, at the end (empty: the records are not once's)
+    statuses: dict[str, int] = field(default_factory=dict)
 
     def owing_payments(self) -> set[str]:
         """The paymentIds of hop 1's records that still owe their outbox."""
@@ -214,6 +224,8 @@ def read_state(ddb: Any, ledger: str, idempotency: str, hop1_prefix: str | None)
         state.records = {}
         for item in scan(ddb, idempotency):
             record = item[c.ATTR_ID]["S"]
+            status = item[c.ATTR_STATUS]["S"]
+            state.statuses[status] = state.statuses.get(status, 0) + 1
             if c.ATTR_OUTBOX in item:
                 state.owed.append(record)
             if record.startswith(hop1_prefix + "#"):

@@ -44,7 +44,8 @@ from proof.chaos.traffic import harness_id
 class WorkerSpec:
     """Everything a worker process needs; plain data, so it crosses a spawn."""
 
-    impl: str  # once, once-nobackoff, once-unfenced, powertools, naive, naive-unordered
+    impl: str  # once, once-nobackoff, once-unfenced, powertools, naive, naive-unordered,
+    # once-atomic, once-staged, powertools-two-hop
     worker: str
     seed: int
     sqs_endpoint: str
@@ -166,8 +167,10 @@ def _business(history: History, ledger_table: str) -> Any:
 
 
 def _once(spec: WorkerSpec, process: Any, *, key: str, key_prefix: str, dlq_url: str) -> Any:
-    """A once handler as the harness runs it: its lease, backoff and retention shrunk."""
+    """A once handler as the harness runs it: its lease, backoff and retention shrunk;
+    ``once-staged`` builds it with ``effects="staged"``."""
     from once.handler import make_handler
+    from proof.chaos.twohop import ONCE_EFFECTS
 
     return make_handler(
         process,
@@ -182,6 +185,7 @@ def _once(spec: WorkerSpec, process: Any, *, key: str, key_prefix: str, dlq_url:
         # backoff is capped at the visibility timeout rather than at minutes.
         backoff_max_s=spec.visibility_s,
         retention_s=spec.retention_s,
+        effects=ONCE_EFFECTS.get(spec.impl, "any"),  # type: ignore[arg-type]
     )
 
 
@@ -190,7 +194,7 @@ def _two_hop_handlers(spec: WorkerSpec, history: History) -> tuple[Any, Any]:
     from proof.chaos import twohop
 
     ledger = spec.tables["ledger"]
-    if spec.impl == "once-atomic":
+    if spec.impl in twohop.ONCE_EFFECTS:
         from once import SOURCE_KEY
         from payments import SERVICE_NAME
 
@@ -361,7 +365,7 @@ def run(spec: WorkerSpec) -> None:
             )
             if dice.roll("short_visibility", spec.rates.get("short_visibility", 0.0)):
                 _shorten_visibility(hop, sqs, messages, history)
-            _invoke(spec, hop, sqs, messages, history, dice, timeout)
+            _invoke(spec, hop, sqs, messages, history, dice, timeout, probe)
 
 
 @dataclass(frozen=True)
@@ -414,6 +418,7 @@ def _invoke(
     history: History,
     dice: Dice,
     timeout: Timeout,
+    probe: Probe | None = None,
 ) -> None:
     queue_arn = f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{hop.queue_url.rsplit('/', 1)[-1]}"
     event = {"Records": [event_record(m, queue_arn, LOCAL_REGION) for m in messages]}
@@ -426,6 +431,10 @@ def _invoke(
             # "failed") starts a retry time (``retrytimes``), its ack ends it.
             handled = hop.handler.handle(event, context)
             response, error = handled.response, None
+            outcomes: dict[str, int] = {}
+            for end in handled.records:
+                outcomes[str(end.outcome)] = outcomes.get(str(end.outcome), 0) + 1
+            history.add("outcomes" + hop.events, counts=outcomes)
             for end in handled.records:
                 if end.outcome in NOT_DONE:
                     history.add(
@@ -441,6 +450,10 @@ def _invoke(
     except Exception as raised:
         response, error = None, type(raised).__name__
     timeout.disarm()
+    if probe is not None:
+        calls = probe.take_calls()
+        if calls:
+            history.add("calls", counts=calls)
     decision = decide([m["MessageId"] for m in messages], response, error=error)
     done = []
     for message_id in decision.delete:

@@ -50,6 +50,20 @@ The invariants, each from the design:
 - liveness at quiescence (``quiesce``): once producers stop and the operator has followed the
   runbook, every operation is COMPLETED or knowingly dropped, in a bounded number of rounds.
 
+The same machine runs a consumer built with ``effects="staged"`` (``effects``): business code
+first, with no claim, then one write commits what it staged. Every invariant above holds as
+it is but ``ran_again`` and ``unfenced_ran_twice``, which are about claims: a staged copy runs
+business code whatever the record holds (copies in flight, and duplicates, all run it), and
+``on_expired_lease="quarantine"`` is not allowed with it. ``effect_not_once`` then names the
+run by its message (the fence is not known before the commit). Its own invariants:
+
+- ``staged_claimed``: business code sees no claim (``attempt.fence`` None, no takeover, no
+  record), and no record is ever IN_PROGRESS or FAILED (nothing but the commit writes it);
+- ``staged_raise_wrote``: an invocation in which every run of a key's business code raised
+  leaves that key's record and effect as they were;
+- ``committed_twice``: a COMPLETED record is never completed again by another commit while it
+  lives (before its retention passed): exactly one commit lands, whatever ran.
+
 A check made inside the runtime's own calls (business code, the DLQ's ``SendMessage``) would
 be caught there like any error (business code that raises is a transient failure; a
 quarantine whose send raises is not sent): it is noted (``noted``) and raised again once the
@@ -300,7 +314,7 @@ class _Sqs:
     ) -> dict[str, Any]:
         """The handler's backoff: each entry sets when its message comes back."""
         fault = self._machine.faults.take("visibility")
-        changed, failed = list(Entries), []
+        changed, failed = list(Entries), list[dict[str, Any]]()
         if fault is not None:
             if fault.kind != "failed":
                 return aws_faults.answer_call(
@@ -329,6 +343,8 @@ class MessageMachine(RuleBasedStateMachine):
     client: Any
     table: str
     effects_table: str
+    #: ``make_handler(effects=)``: ``"any"`` (two-phase) or ``"staged"`` (set on a subclass).
+    effects: str = "any"
     #: What the runs exercised, over every example of the process: outcomes, kills, DLQ
     #: reasons, redrives (``test_message_model.py`` prints it; docs/reliability.md quotes it).
     seen: Counter[str] = Counter()
@@ -377,6 +393,12 @@ class MessageMachine(RuleBasedStateMachine):
         self.landed_ops: set[str] = set()
         #: Per key, the payload hashes of its completions (``undeliverable_committed``).
         self.completed_hashes: dict[str, set[str]] = defaultdict(set)
+        #: ``staged_raise_wrote``: invocations in flight (a zombie's holds another), and per
+        #: key whether a run of its business code returned in the outermost one.
+        self.depth = 0
+        self.returned_in_invocation: dict[str, bool] = {}
+        #: ``committed_twice``: per key, the owner and the expiry of the completion last seen.
+        self.last_completion: dict[str, tuple[str, int | None]] = {}
 
     # --- set-up -------------------------------------------------------------------------------
 
@@ -399,6 +421,8 @@ class MessageMachine(RuleBasedStateMachine):
         identity (``once.source``, ``once.seq``) and the team's own attributes, to a consumer
         keyed on the identity (``key=SOURCE_KEY``). ``backoff``: the handler sets when a failed
         record comes back (``ChangeMessageVisibilityBatch``), instead of the queue's timeout."""
+        if self.staged:
+            policy = "run"  # effects="staged" takes no lease: nothing to quarantine on expiry
         self.fifo, self.policy, self.drain_batch = fifo, policy, drain_batch
         self.source_keyed, self.backoff = source_keyed, backoff
         self.handlers = [self._make_handler() for _ in range(2)]  # two Lambda instances
@@ -417,7 +441,12 @@ class MessageMachine(RuleBasedStateMachine):
             # Without backoff the queue's visibility timeout brings failures back.
             backoff_base_s=BACKOFF_BASE_S if self.backoff else None,
             backoff_max_s=BACKOFF_MAX_S,
+            effects=self.effects,  # type: ignore[arg-type]
         )
+
+    @property
+    def staged(self) -> bool:
+        return self.effects == "staged"
 
     @property
     def arn(self) -> str:
@@ -700,6 +729,7 @@ class MessageMachine(RuleBasedStateMachine):
         event = {"Records": [self._event_record(m) for m in batch]}
         receipts = [m.receipt for m in batch]
         quarantined_before = len(self.quarantined_now)
+        before = self._before_invocation()
         try:
             result = handler.handle(event, Context(self.clock, deadline))
         except InvocationKilled:
@@ -710,10 +740,11 @@ class MessageMachine(RuleBasedStateMachine):
             return  # nothing acknowledged: the batch comes back after its visibility timeout
         finally:
             self._overrun = False
-            if self.ops:
-                self._observe()  # every completion, before a later claim may replace it
+            self._after_invocation(before)
             if self.violations:
                 raise self.violations[0]
+            if self.ops:
+                self._observe()  # every completion, before a later claim may replace it
         quarantined = self.quarantined_now[quarantined_before:]
         for message, receipt, end in zip(batch, receipts, result.records, strict=True):
             self.seen[f"outcome {end.outcome}"] += 1
@@ -724,6 +755,34 @@ class MessageMachine(RuleBasedStateMachine):
                 # The mapping deletes it; SQS deletes only with the latest receipt handle.
                 if message in self.queue and message.receipt == receipt:
                     self.queue.remove(message)
+
+    def _before_invocation(self) -> Any:
+        """``staged_raise_wrote``: the outermost invocation's view of every key before it."""
+        self.depth += 1
+        if not self.staged or self.depth > 1 or not self.ops:
+            return None
+        self.returned_in_invocation = {}
+        return self._read_all()
+
+    def _after_invocation(self, before: Any) -> None:
+        self.depth -= 1
+        if before is None:
+            return
+        records_before, effects_before = before
+        records, effects = self._read_all()
+        for key, returned in self.returned_in_invocation.items():
+            if returned:
+                continue
+            if (records.get(key), effects.get(key)) != (
+                records_before.get(key),
+                effects_before.get(key),
+            ):
+                self.violations.append(
+                    Violation(
+                        "staged_raise_wrote",
+                        f"{key}: its business code raised, and the record or the effect changed",
+                    )
+                )
 
     @contextmanager
     def noted(self) -> Iterator[None]:
@@ -743,8 +802,12 @@ class MessageMachine(RuleBasedStateMachine):
         key = str(body["k"])
         operation = sha256(canonical_json(body))
         with self.noted():
-            self._check_run(key, attempt)
-            self._check_unfenced(key, operation, attempt)
+            if self.staged:
+                self._check_staged(key, attempt)
+            else:
+                self._check_run(key, attempt)
+                self._check_unfenced(key, operation, attempt)
+        self.returned_in_invocation.setdefault(key, False)
         if self._overrun:
             self.clock.now += TIMEOUT_S + 1
         if self.stall is not None:
@@ -762,6 +825,9 @@ class MessageMachine(RuleBasedStateMachine):
             raise PermanentError("no such account (model)")
         if mode == "plain":  # nothing staged: the plain UpdateItem completes the record
             return self._returned(body, attempt, key, operation)
+        # The run that made the effect: its fence, or (staged: no fence before the commit)
+        # its message, which the commit writes on the record.
+        run = {"N": str(attempt.fence)} if attempt.fence is not None else {"S": attempt.message_id}
         attempt.write(
             {
                 "Update": {
@@ -769,10 +835,7 @@ class MessageMachine(RuleBasedStateMachine):
                     "Key": {c.PARTITION_KEY: {"S": self._effect(key)}},
                     "UpdateExpression": "ADD #n :one SET #f = :fence",
                     "ExpressionAttributeNames": {"#n": "n", "#f": "fence"},
-                    "ExpressionAttributeValues": {
-                        ":one": {"N": "1"},
-                        ":fence": {"N": str(attempt.fence)},
-                    },
+                    "ExpressionAttributeValues": {":one": {"N": "1"}, ":fence": run},
                 }
             }
         )
@@ -794,6 +857,7 @@ class MessageMachine(RuleBasedStateMachine):
         if body["send"]:
             attempt.send(OUT_TOPIC if body.get("to") == "topic" else OUT_URL, {"k": key})
         value = RETURNS[body["ret"]]()
+        self.returned_in_invocation[key] = True
         self.tick += 1
         self.returned[operation] = self.tick  # returned: whatever it did outside is done
         return value
@@ -837,11 +901,21 @@ class MessageMachine(RuleBasedStateMachine):
         if previous.status == c.STATUS_IN_PROGRESS and (
             previous.lease_expires_at is None
             or previous.lease_expires_at >= now_ms
+            or attempt.fence is None  # a claim always has one
             or attempt.fence <= previous.fence
         ):
             raise Violation(
                 "ran_again",
                 f"{key} ran at fence {attempt.fence} while fence {previous.fence}'s lease held",
+            )
+
+    def _check_staged(self, key: str, attempt: Attempt) -> None:
+        """Under ``effects="staged"`` business code runs with no claim: no fence, no
+        takeover, no record read."""
+        if (attempt.fence, attempt.takeover, attempt.record) != (None, False, None):
+            raise Violation(
+                "staged_claimed",
+                f"{key} ran with fence {attempt.fence}, takeover {attempt.takeover}",
             )
 
     def _check_unfenced(self, key: str, operation: str, attempt: Attempt) -> None:
@@ -920,7 +994,7 @@ class MessageMachine(RuleBasedStateMachine):
                 and effect
                 and record
                 and record.payload_hash not in self.plain_ops
-                and int(effect["fence"]["N"]) != record.fence
+                and _run_of(effect) != (record.message_id if self.staged else record.fence)
             ):
                 raise Violation("effect_not_once", f"{key}: the effect is another run's")
 
@@ -928,12 +1002,32 @@ class MessageMachine(RuleBasedStateMachine):
         """Every key's record and effect item; each completed record's owner is noted."""
         records, effects = self._read_all()
         for key, record in records.items():
+            if self.staged and record.status != c.STATUS_COMPLETED:
+                raise Violation(
+                    "staged_claimed", f"{key}: a record {record.status} under effects=staged"
+                )
+            if self.staged and record.status == c.STATUS_COMPLETED and record.owner:
+                self._check_committed_once(key, record)
             if record.status == c.STATUS_COMPLETED and record.owner:
                 self.completions[key][record.owner] = record.payload_hash or ""
                 if record.payload_hash:
                     self.completed_hashes[key].add(record.payload_hash)
                     self.landed_ops.add(record.payload_hash)
         return records, effects
+
+    def _check_committed_once(self, key: str, record: Record) -> None:
+        """A completion by another owner replaced one that still lived: two commits landed.
+        (The clock never goes back: a completion whose expiry is still ahead now was live
+        throughout since it was seen.)"""
+        assert record.owner is not None
+        seen = self.last_completion.get(key)
+        if seen is not None and seen[0] != record.owner:
+            _, expires_at = seen
+            if expires_at is None or expires_at >= self.clock():
+                raise Violation(
+                    "committed_twice", f"{key}: a second commit landed over a live completion"
+                )
+        self.last_completion[key] = (record.owner, record.expires_at)
 
     def _read_all(self) -> tuple[dict[str, Record], dict[str, dict[str, Any]]]:
         """Every key's record and effect item, in one consistent BatchGetItem."""
@@ -997,8 +1091,8 @@ class MessageMachine(RuleBasedStateMachine):
                 raise Violation("owed_dropped", f"{key} still owes its outbox at quiescence")
             source = record_id(self.prefix, key)
             for completed in sorted(self.completed_hashes[key]):
-                op = next((o for o in ops if o.payload_hash == completed), None)
-                if op is not None and op.send and (source, "0") not in self.sent_out:
+                stored = next((o for o in ops if o.payload_hash == completed), None)
+                if stored is not None and stored.send and (source, "0") not in self.sent_out:
                     raise Violation(
                         "undeliverable_committed",
                         f"{key}: a completion stored its outbox, which was never sent",
@@ -1027,6 +1121,12 @@ class MessageMachine(RuleBasedStateMachine):
 
     def _gate(self, key: str) -> str:
         return f"{self.prefix}#gate#{key}"
+
+
+def _run_of(effect: dict[str, Any]) -> int | str:
+    """The run an effect item names: a fence (two-phase), or a message id (staged)."""
+    named = effect["fence"]
+    return int(named["N"]) if "N" in named else str(named["S"])
 
 
 def _payload_hash(body: str) -> str:

@@ -57,11 +57,11 @@ def moto_client() -> Iterator[Any]:
         yield client
 
 
-def machine_on(client: Any) -> type[MessageMachine]:
+def machine_on(client: Any, effects: str = "any") -> type[MessageMachine]:
     return type(
         "MessageMachineOnEngine",
         (MessageMachine,),
-        {"client": client, "table": RECORDS, "effects_table": EFFECTS},
+        {"client": client, "table": RECORDS, "effects_table": EFFECTS, "effects": effects},
     )
 
 
@@ -90,6 +90,31 @@ def test_the_message_model_holds_on_moto(moto_client: Any) -> None:
     # each policy, by construction in test_each_documented_aws_error_under_each_policy.
 
 
+def test_the_message_model_holds_under_effects_staged_on_moto(moto_client: Any) -> None:
+    """The same machine, every invariant, the handler built with ``effects="staged"``: no
+    claim, business code first, one write commits it; plus the staged mode's own."""
+    MessageMachine.seen.clear()
+    run_state_machine_as_test(machine_on(moto_client, "staged"), settings=_settings(120))
+    print(dict(sorted(MessageMachine.seen.items())))
+    for path in (
+        "outcome processed",
+        "outcome duplicate",
+        "outcome conflict",
+        "outcome owed_sent",
+        "outcome skipped",
+        "dlq PERMANENT_ERROR",
+        "dlq WRITE_REFUSED",
+        "killed before_finalize",
+        "killed timeout",
+    ):
+        assert MessageMachine.seen[path] > 0, f"no run reached {path}"
+    # No claim is made, so none is lost or taken over.
+    for path in ("outcome lease_lost", "dlq LEASE_EXPIRED", "killed after_claim"):
+        assert MessageMachine.seen[path] == 0, path
+    fired = [name for name in MessageMachine.seen if name.startswith("fault ")]
+    assert len(fired) >= 10, f"too few faults met a call: {fired}"
+
+
 @pytest.fixture(scope="module")
 def dynamodb_local_client(dynamodb_local: dict) -> Any:
     client = local_client("dynamodb", dynamodb_local["endpoint"])
@@ -109,6 +134,17 @@ def test_the_message_model_holds_on_dynamodb_local(dynamodb_local_client: Any) -
     )
 
 
+@pytest.mark.dynamodb_local
+def test_the_message_model_holds_under_effects_staged_on_dynamodb_local(
+    dynamodb_local_client: Any,
+) -> None:
+    examples = LONG_EXAMPLES or 15
+    run_state_machine_as_test(
+        machine_on(dynamodb_local_client, "staged"),
+        settings=_settings(examples, derandomize=not LONG_EXAMPLES),
+    )
+
+
 # --- the controls: each defect put back, caught by a sequence of the machine's rules ----------
 
 
@@ -120,8 +156,9 @@ def started(
     batch: int = 10,
     source_keyed: bool = False,
     backoff: bool = False,
+    effects: str = "any",
 ) -> Any:
-    machine = machine_on(client)()
+    machine = machine_on(client, effects)()
     machine.setup(
         fifo=fifo, policy=policy, drain_batch=batch, source_keyed=source_keyed, backoff=backoff
     )
@@ -438,6 +475,88 @@ def test_the_runtime_passes_each_control_sequence(moto_client: Any, control: str
         assert record is not None and record.status == c.STATUS_COMPLETED, key
 
 
+def a_staged_copy_delivered_after_the_commit(client: Any) -> MessageMachine:
+    machine = started(client, effects="staged")
+    first, copy = produce(machine, OK), produce(machine, OK)
+    deliver(machine, [first])
+    deliver(machine, [copy])  # runs business code; its commit must be refused
+    machine.quiesce()
+    return machine
+
+
+def _staged_commits_without_the_claims_condition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The staged commit lands whatever the record holds. (Each value the real condition
+    binds is still used: DynamoDB refuses unused ones.)"""
+    monkeypatch.setattr(
+        store,
+        "_CLAIM_CONDITION",
+        "attribute_not_exists(#id) OR :now_s = :now_s OR :failed = :failed "
+        "OR :in_progress = :in_progress",
+    )
+
+
+def a_staged_operation_that_fails_once(client: Any) -> MessageMachine:
+    machine = started(client, effects="staged")
+    machine.flaky_left["k1"] = 1
+    deliver(machine, [produce(machine, Op("k1", 0, "flaky", send=False, ret=0))])
+    machine.quiesce()
+    return machine
+
+
+def _staged_raise_that_fails_the_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Business code raised under staged, and the record was written FAILED (a claim's
+    fail, where no claim was made)."""
+    run_staged = processor.BatchProcessor._run_staged
+
+    def failing(self: Any, record: Any, parsed: Any, context: Any) -> Any:
+        result = run_staged(self, record, parsed, context)
+        if result.outcome is Outcome.FAILED:
+            self._store._client.put_item(
+                TableName=self._store.table_name,
+                Item={
+                    c.ATTR_ID: {"S": message_model.record_id(self._settings.key_prefix, "k1")},
+                    c.ATTR_STATUS: {"S": c.STATUS_FAILED},
+                    c.ATTR_PAYLOAD_HASH: {"S": parsed.payload_hash},
+                    c.ATTR_FENCE: {"N": "1"},
+                },
+            )
+        return result
+
+    monkeypatch.setattr(processor.BatchProcessor, "_run_staged", failing)
+
+
+STAGED_CONTROLS = {
+    "a staged commit without the claim's condition": (
+        a_staged_copy_delivered_after_the_commit,
+        _staged_commits_without_the_claims_condition,
+        "committed_twice",
+    ),
+    "a staged raise that writes the record": (
+        a_staged_operation_that_fails_once,
+        _staged_raise_that_fails_the_record,
+        "staged_raise_wrote",
+    ),
+}
+
+
+@pytest.mark.parametrize("control", STAGED_CONTROLS)
+def test_the_model_catches_each_staged_control(
+    moto_client: Any, monkeypatch: pytest.MonkeyPatch, control: str
+) -> None:
+    sequence, defect, invariant = STAGED_CONTROLS[control]
+    defect(monkeypatch)
+    with pytest.raises(Violation) as caught:
+        sequence(moto_client)
+    assert caught.value.name == invariant
+
+
+@pytest.mark.parametrize("control", STAGED_CONTROLS)
+def test_the_runtime_passes_each_staged_control_sequence(moto_client: Any, control: str) -> None:
+    sequence, _, _ = STAGED_CONTROLS[control]
+    machine = sequence(moto_client)
+    assert not machine.queue and not machine.dlq
+
+
 # --- each error AWS documents for each call once makes, under each policy -------------------
 
 
@@ -479,8 +598,24 @@ def test_each_documented_commit_error_on_dynamodb_local(
     a_delivery_that_meets(dynamodb_local_client, fault, policy)
 
 
-def a_delivery_that_meets(client: Any, fault: Fault, policy: str) -> None:
-    machine = started(client, policy=policy, backoff=fault.target == "visibility")
+#: The record writes a staged consumer makes: its commit (the plain UpdateItem, or the
+#: TransactWriteItems with its staged writes) and its outbox's clear; no claim, no fail
+#: (business code that raises writes nothing). The sends, the quarantine and the visibility
+#: changes are the same code after either mode's commit: met above, and drawn by the
+#: staged machine's runs.
+STAGED_FAULTS = [f for f in aws_faults.FAULTS if f.target in ("commit", "complete", "clear")]
+
+
+@pytest.mark.parametrize("fault", STAGED_FAULTS, ids=str)
+def test_each_documented_aws_error_under_effects_staged(moto_client: Any, fault: Fault) -> None:
+    """The same, for a consumer built with ``effects="staged"``: its commit (the plain
+    UpdateItem, or the TransactWriteItems with its staged writes) meets every cancellation
+    reason and error the claim's commit meets."""
+    a_delivery_that_meets(moto_client, fault, "run", effects="staged")
+
+
+def a_delivery_that_meets(client: Any, fault: Fault, policy: str, effects: str = "any") -> None:
+    machine = started(client, policy=policy, backoff=fault.target == "visibility", effects=effects)
     message = produce(machine, _operation_for(machine, fault))
     machine.inject(fault)
     deliver(machine, [message])
