@@ -127,6 +127,13 @@ def judge_commit(codes: list[str], old: Record | None, *, me: str, fence: int) -
     """
     if codes and codes[-1] == CONDITION_FAILED:
         return judge_finalize(old, me=me, fence=fence, target_status=c.STATUS_COMPLETED)
+    return _canceled_by(codes)
+
+
+def _canceled_by(codes: list[str]) -> Verdict:
+    """A canceled commit whose record condition held: a staged write's condition refused
+    it (REFUSED); or every element that caused the cancellation names a cause that passes
+    (TRANSIENT); or one names a cause that stays (CANCELED)."""
     if CONDITION_FAILED in codes[:-1]:
         return Verdict.REFUSED
     causes = set(codes) - {"None"}
@@ -166,12 +173,7 @@ def judge_staged_cancel(
     REFUSED; causes that pass: TRANSIENT; one that stays: CANCELED). Nothing landed."""
     if codes and codes[-1] == CONDITION_FAILED and old is not None:
         return judge_staged_commit(old, me=me, payload_hash=payload_hash)
-    if CONDITION_FAILED in codes[:-1]:
-        return Verdict.REFUSED
-    causes = set(codes) - {"None"}
-    if causes and causes <= TRANSIENT_REASONS:
-        return Verdict.TRANSIENT
-    return Verdict.CANCELED
+    return _canceled_by(codes)
 
 
 def claim_condition_holds(old: Record | None, *, now_ms: int, payload_hash: str) -> bool:
