@@ -196,6 +196,31 @@ class CommitLanded(Exception):
     the SDK's retry was refused). The record is done, with what it staged."""
 
 
+def _cancellation(error: ClientError) -> tuple[list[str], Record | None]:
+    """A canceled transaction's code per element (``"None"``: not a cause) and the record
+    the last element's condition saw (``ReturnValuesOnConditionCheckFailure``), if any."""
+    reasons: Any = error.response.get("CancellationReasons") or []
+    codes = [reason.get("Code") or "None" for reason in reasons]
+    item = reasons[-1].get("Item") if reasons else None
+    return codes, (Record.from_item(item) if item else None)
+
+
+def _raise_unless_judged_by_the_record(
+    verdict: Verdict, codes: list[str], effects: Effects
+) -> None:
+    """A canceled commit that landed nothing for a reason of its own raises: a staged
+    write's refusal (``WriteRefused``, naming the element) or a cause the store may commit
+    again after (``_Canceled``). What the record's condition decided is the caller's."""
+    if verdict is Verdict.REFUSED:
+        index = codes.index(CONDITION_FAILED)
+        ((operation, body),) = effects.writes[index].items()
+        raise WriteRefused(
+            index, operation, str(body["TableName"]), effects.refusals[index]
+        ) from None
+    if verdict in (Verdict.TRANSIENT, Verdict.CANCELED):
+        raise _Canceled(verdict, codes) from None
+
+
 def client_request_token(owner: str, fence: int) -> str:
     """The commit's idempotency token: one per claim, so an SDK retry of a commit that
     landed is recognised by DynamoDB (for ten minutes; after that the record's condition
@@ -356,22 +381,9 @@ class RecordStore:
     def _canceled(error: ClientError, claim: Claimed, effects: Effects) -> bool:
         """A canceled commit, judged from each element's cancellation code and the record its
         condition saw: True (mine, it had landed), False (a lost lease), or raised."""
-        reasons: Any = error.response.get("CancellationReasons") or []
-        codes = [reason.get("Code") or "None" for reason in reasons]
-        item = reasons[-1].get("Item") if reasons else None
-        old = Record.from_item(item) if item else None
+        codes, old = _cancellation(error)
         verdict = judge_commit(codes, old, me=claim.owner, fence=claim.fence)
-        if verdict is Verdict.REFUSED:
-            index = codes.index(CONDITION_FAILED)
-            ((operation, body),) = effects.writes[index].items()
-            raise WriteRefused(
-                index,
-                operation,
-                str(body["TableName"]),
-                effects.refusals[index],
-            ) from None
-        if verdict in (Verdict.TRANSIENT, Verdict.CANCELED):
-            raise _Canceled(verdict, codes) from None
+        _raise_unless_judged_by_the_record(verdict, codes, effects)
         return verdict is Verdict.MINE
 
     def clear_outbox(self, record_id: str, fence: int | None, *, owner: str | None = None) -> bool:
@@ -473,19 +485,9 @@ class RecordStore:
             except ClientError as error:
                 if error_code(error) != "TransactionCanceledException":
                     raise
-                reasons: Any = error.response.get("CancellationReasons") or []
-                codes = [reason.get("Code") or "None" for reason in reasons]
-                item = reasons[-1].get("Item") if reasons else None
-                old = Record.from_item(item) if item else None
+                codes, old = _cancellation(error)
                 verdict = judge_staged_cancel(codes, old, me=me, payload_hash=payload_hash)
-                if verdict is Verdict.REFUSED:
-                    index = codes.index(CONDITION_FAILED)
-                    ((operation, body),) = effects.writes[index].items()
-                    raise WriteRefused(
-                        index, operation, str(body["TableName"]), effects.refusals[index]
-                    ) from None
-                if verdict in (Verdict.TRANSIENT, Verdict.CANCELED):
-                    raise _Canceled(verdict, codes) from None
+                _raise_unless_judged_by_the_record(verdict, codes, effects)
                 assert old is not None
                 return rejected(old, verdict)
             ended.append(Committed(owner=me, fence=None))

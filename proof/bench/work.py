@@ -263,6 +263,9 @@ class RuleUnits:
         self._wire = wire
         self._reader = reader
         self._lock = threading.Lock()
+        # Its own key in a request's context: several counters may watch one session (the
+        # atomic effects' and the cost's, in one run), each counting every write.
+        self._key = f"bench_units_{id(self)}"
         events = wire.session.events
         for operation in (*WRITES, "TransactWriteItems"):
             events.register(f"before-parameter-build.dynamodb.{operation}", self._before)
@@ -280,12 +283,12 @@ class RuleUnits:
     ) -> None:
         if self._wire.capacity_on:
             keys = _written(model.name, params)
-            context["bench_units"] = (keys, self._images(keys))
+            context[self._key] = (keys, self._images(keys))
 
     def _after(self, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-        if "bench_units" not in context or "Error" in parsed:
+        if self._key not in context or "Error" in parsed:
             return  # not measuring, or refused (``Refused`` counts what a refusal costs)
-        keys, before = context.pop("bench_units")
+        keys, before = context.pop(self._key)
         per_kb = 2 if model.name == "TransactWriteItems" else 1
         units = sum(
             per_kb * max(1, math.ceil(max(a, b) / 1024))

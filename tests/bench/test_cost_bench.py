@@ -32,7 +32,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]
             "--scale",
             "smoke",
             "--parts",
-            "cost",
+            # Both parts, as make bench runs them: each counts write units on one session.
+            "effects,cost",
             "--docs",
             str(docs),
             "--json",
@@ -62,6 +63,17 @@ def test_staged_once_costs_one_dynamodb_call_per_new_message_and_per_duplicate(
     assert outbox["duplicate"]["ddb_calls"] == 1
     assert outbox["duplicate"]["sqs_calls"] == 0  # cleared: nothing owed, nothing re-sent
     assert outbox["owed_duplicate"]["sqs_calls"] == 1
+
+
+def test_write_units_by_rule_are_counted_after_the_effects_part_counted_its_own(
+    run: tuple[dict[str, Any], Path],
+) -> None:
+    counts = run[0]["cost"]["counts"]
+    by_rule = {key: row["new"]["wcu_rules"] for key, row in counts.items()}
+    assert by_rule["once-staged|no staged write"] == 1
+    assert by_rule["once-staged|one staged write"] == 4  # a transaction bills each item twice
+    assert by_rule["once|no staged write"] == 2
+    assert by_rule["once|one staged write"] == 5
 
 
 def test_two_phase_once_and_powertools_cost_two_calls_per_new_message(
