@@ -254,7 +254,12 @@ receiver, its share of a receive and a delete, of an invoke, and one refused wri
 What each choice promises: with the clear, a COMPLETED record with no outbox means nothing
 is owed, so a duplicate is acknowledged on the record alone and sends nothing; without it,
 every duplicate re-sends, and the receiver's dedup carries the cost. "Never acknowledged
-while owed" holds either way: a message is acknowledged only once its outbox is sent.
+while owed" holds either way: a message is acknowledged only once its outbox is sent. But
+without the clear, a duplicate that arrives after the receiver's record of the re-sent copy
+has expired (the receiver keeps records for its own retention, the sender re-sends for the
+sender's) is a new message to the receiver, and its effect happens twice: leaving the clear
+out would make exactly-once depend on every receiver keeping its records at least as long
+as every sender, which no consumer can check. That, not the price, is why the clear stays.
 """)
     page.table(
         f"Keeping the clear against leaving it out, per million new messages with an outbox "
