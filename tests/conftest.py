@@ -45,7 +45,6 @@ os.environ.setdefault("DLQ_URL", "https://sqs.us-east-1.amazonaws.com/1234567890
 
 import boto3  # noqa: E402
 import pytest  # noqa: E402
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSEvent  # noqa: E402
 from boto3.dynamodb.types import TypeDeserializer  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
@@ -54,6 +53,7 @@ from once import make_handler  # noqa: E402
 from once.handler import Handler  # noqa: E402
 from once.models import Outcome  # noqa: E402
 from once.processor import Process  # noqa: E402
+from once.sqsrecord import SqsRecord  # noqa: E402
 from once.store import RecordStore  # noqa: E402
 from once.testing import strict  # noqa: E402
 
@@ -257,7 +257,7 @@ def outcomes(handler: Handler, event: dict[str, Any], context: Any = None) -> li
     """Run a batch through the handler's processor; outcomes in the batch's order."""
     handled = {
         h.message_id: h.outcome
-        for h in handler.processor.run(list(SQSEvent(event).records), context)
+        for h in handler.processor.run([SqsRecord(r) for r in event["Records"]], context)
     }
     return [handled[m] for m in message_ids(event)]
 

@@ -31,6 +31,7 @@ import pytest
 import once.store
 from once import Attempt, make_handler
 from once import constants as c
+from once.awserrors import Sent
 from once.effects import Effects, OutboxMessage
 from once.handler import Handler
 from once.models import Outcome, Record, RecordResult, record_id
@@ -56,10 +57,10 @@ class RecordingOutbox(Outbox):
         self.sent: list[tuple[str, tuple[OutboxMessage, ...]]] = []
         self._lock = threading.Lock()
 
-    def send(self, source: str, messages: Sequence[OutboxMessage]) -> bool:
+    def send(self, source: str, messages: Sequence[OutboxMessage]) -> Sent:
         with self._lock:
             self.sent.append((source, tuple(messages)))
-        return True
+        return Sent(True)
 
 
 class Engine:
@@ -103,7 +104,7 @@ class Engine:
         return handler
 
     def run(self, handler: Handler, bodies: list[dict[str, Any]]) -> list[RecordResult]:
-        return handler.handle(build_event(bodies), FakeContext(remaining_ms=60_000)).records
+        return list(handler.handle(build_event(bodies), FakeContext(remaining_ms=60_000)).records)
 
     def items(self) -> dict[str, dict[str, Any]]:
         pages = self.client.get_paginator("scan").paginate(
@@ -157,7 +158,9 @@ def audit(ledger: str, key: str, fence: int) -> dict[str, Any]:
     }
 
 
-def attempt_writes(ledger: str, key: str, fence: int) -> list[dict[str, Any]]:
+def attempt_writes(ledger: str, key: str, fence: int | None) -> list[dict[str, Any]]:
+    """The attempt's three writes; ``fence``: its claim's (these handlers are two-phase)."""
+    assert fence is not None
     return [entry(ledger, key, fence), credit(ledger, key, fence), audit(ledger, key, fence)]
 
 
@@ -478,6 +481,7 @@ def test_the_largest_outbox_beside_the_largest_result_fits_the_record(
 ) -> None:
     def business(body: dict[str, Any], attempt: Attempt) -> str:
         if with_writes:
+            assert attempt.fence is not None  # a two-phase handler: claimed first
             attempt.write(credit(engine.ledger, body["id"], attempt.fence))
         _fill_outbox(attempt)
         return "r" * (c.RESULT_CAP_BYTES - 2)  # stored with its quotes: at the cap
