@@ -35,21 +35,19 @@ import json
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from once import Attempt, make_handler
 from once import constants as c
-from once.awserrors import SENT, Sent
-from once.effects import OutboxMessage
 from once.handler import Effects, Handler
 from once.models import Outcome, Record, RecordResult, record_id
-from once.outbox import Outbox
 from once.quarantine import Quarantine
 from once.store import RecordStore
 from oncecli.aws import create_table, local_client
+from tests.chaos.test_atomic_on_dynamodb_local import RecordingOutbox
 from tests.conftest import Clock, FakeContext, build_event
 
 pytestmark = pytest.mark.dynamodb_local
@@ -64,19 +62,6 @@ DUPLICATES = (Outcome.DUPLICATE, Outcome.OWED_SENT)
 #: A copy that comes back: its transaction canceled for a conflict past the store's tries
 #: (nothing of it landed), or the key held by a live two-phase claim.
 COMES_BACK = (Outcome.FAILED, Outcome.BUSY)
-
-
-class RecordingOutbox(Outbox):
-    """Accepts every send and keeps it: what each copy handed over."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, tuple[OutboxMessage, ...]]] = []
-        self._lock = threading.Lock()
-
-    def send(self, source: str, messages: Sequence[OutboxMessage]) -> Sent:
-        with self._lock:
-            self.sent.append((source, tuple(messages)))
-        return SENT
 
 
 class Engine:

@@ -25,7 +25,7 @@ from once import constants as c
 from once.models import Outcome
 from once.protocol import TRANSIENT_ERRORS
 from once.store import COMMIT_TRIES, RecordStore
-from tests.chaos.aws_faults import CANCELLATION_REASONS
+from tests.chaos.aws_faults import CANCELLATION_REASONS, DYNAMODB_REFUSALS
 from tests.conftest import LEDGER, TABLE, outcomes
 from tests.unit.test_commit_endings import (
     CALL_ERRORS,
@@ -265,18 +265,9 @@ def test_whatever_the_endings_the_staged_write_lands_once_per_completed_record(
     assert record is None or record["status"] == c.STATUS_COMPLETED  # never IN_PROGRESS/FAILED
 
 
-#: Errors DynamoDB answers without processing the request (400s).
-_CERTAIN = frozenset(
-    {
-        "AccessDeniedException",
-        "ResourceNotFoundException",
-        "ValidationException",
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "IdempotentParameterMismatchException",
-    }
-)
+#: Errors of the call DynamoDB answers without processing it (400s): this request landed
+#: nothing (a reused token's mismatch neither: it is the earlier request that may have).
+_CERTAIN = frozenset(DYNAMODB_REFUSALS) | {"IdempotentParameterMismatchException"}
 
 
 def _call_error(code: str) -> Callable[[], BaseException]:
