@@ -11,6 +11,8 @@ from proof.bench.page import Rows, verdict
 
 #: Cold start (import + make_handler + first record), once over Powertools' medians.
 FIRST_RECORD_GOAL = 0.8
+#: The same after an emulated SnapStart restore (restore hooks + first record).
+SNAPSTART_GOAL = 0.6
 
 
 def goal_rows(cold: dict[str, Any]) -> Rows:
@@ -24,9 +26,9 @@ def goal_rows(cold: dict[str, Any]) -> Rows:
             verdict(ours <= theirs),
         ]
     ]
-    for key, label in (
-        ("first_record", "cold start: import + make_handler + first record"),
-        ("snapshot", "SnapStart, emulated: restore hooks + first record"),
+    for key, label, goal in (
+        ("first_record", "cold start: import + make_handler + first record", FIRST_RECORD_GOAL),
+        ("snapshot", "SnapStart, emulated: restore hooks + first record", SNAPSTART_GOAL),
     ):
         if cold.get(key):
             once, pt = (r["total_ms_median"] for r in cold[key].values())
@@ -35,8 +37,8 @@ def goal_rows(cold: dict[str, Any]) -> Rows:
                     f"{label}, once / Powertools",
                     f"{once:.0f} / {pt:.0f} ms = {once / pt:.2f}",
                     "",
-                    f"≤ {FIRST_RECORD_GOAL}",
-                    verdict(once / pt <= FIRST_RECORD_GOAL),
+                    f"≤ {goal}",
+                    verdict(once / pt <= goal),
                 ]
             )
     return rows
