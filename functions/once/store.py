@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -76,7 +76,7 @@ _CLEAR_OWNED_CONDITION = "#owner = :me AND #status = :completed AND attribute_ex
 _STAGED_UPDATE = (
     "SET #status = :completed, #owner = :me, #result = :result, #expires = :expires, "
     "#hash = :hash, #message = :message, #updated = :now_ms "
-    "ADD #fence :one REMOVE #lease, #error, #review"
+    "ADD #fence :one REMOVE #lease, #error, #review, #outbox"
 )
 _STAGED_WITH_OUTBOX_UPDATE = (
     "SET #status = :completed, #owner = :me, #result = :result, #expires = :expires, "
@@ -221,6 +221,10 @@ def _raise_unless_judged_by_the_record(
         raise _Canceled(verdict, codes) from None
 
 
+#: What a completing write tried by ``RecordStore._tried`` ends with.
+_Ended = TypeVar("_Ended")
+
+
 def client_request_token(owner: str, fence: int) -> str:
     """The commit's idempotency token: one per claim, so an SDK retry of a commit that
     landed is recognised by DynamoDB (for ten minutes; after that the record's condition
@@ -318,7 +322,7 @@ class RecordStore:
             return self._tried(plain)
         return self._commit(record_id, claim, update, values, effects)
 
-    def _tried(self, write: Callable[[], bool]) -> bool:
+    def _tried(self, write: Callable[[], _Ended]) -> _Ended:
         """A completing write, tried again while DynamoDB refuses it for a cause that passes
         (``COMMIT_TRIES`` in all). Raises ``CommitCanceled`` when it certainly landed nothing
         (``protocol.judge_write_error``); an error after which it may have landed is raised
@@ -441,8 +445,6 @@ class RecordStore:
         if effects is not None and effects.messages:
             update = _STAGED_WITH_OUTBOX_UPDATE
             values[":outbox"] = {"L": [_s(m.to_json()) for m in effects.messages]}
-        else:
-            update += ", #outbox"
         record = {
             "TableName": self._table,
             "Key": {c.ATTR_ID: _s(record_id)},
@@ -452,16 +454,13 @@ class RecordStore:
             "ExpressionAttributeValues": values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        ended: list[Committed | Rejected] = []
 
-        def rejected(old: Record, verdict: Verdict) -> bool:
+        def rejected(old: Record, verdict: Verdict) -> Committed | Rejected:
             if verdict is Verdict.MINE:  # my own commit, landed, retried by the SDK
-                ended.append(Committed(owner=me, fence=old.fence))
-            else:
-                ended.append(Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms))
-            return True
+                return Committed(owner=me, fence=old.fence)
+            return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
 
-        def plain() -> bool:
+        def plain() -> Committed | Rejected:
             old, refused = self._write(
                 record_id,
                 update,
@@ -472,10 +471,9 @@ class RecordStore:
             if refused:
                 assert old is not None  # a failed claim condition implies an existing item
                 return rejected(old, judge_staged_commit(old, me=me, payload_hash=payload_hash))
-            ended.append(Committed(owner=me, fence=(old.fence if old is not None else 0) + 1))
-            return True
+            return Committed(owner=me, fence=(old.fence if old is not None else 0) + 1)
 
-        def transaction() -> bool:
+        def transaction() -> Committed | Rejected:
             assert effects is not None
             try:
                 self._client.transact_write_items(
@@ -490,11 +488,9 @@ class RecordStore:
                 _raise_unless_judged_by_the_record(verdict, codes, effects)
                 assert old is not None
                 return rejected(old, verdict)
-            ended.append(Committed(owner=me, fence=None))
-            return True
+            return Committed(owner=me, fence=None)
 
-        self._tried(transaction if effects is not None and effects.writes else plain)
-        return ended[-1]
+        return self._tried(transaction if effects is not None and effects.writes else plain)
 
     def staged_refusal(self, record_id: str, *, payload_hash: str) -> Rejected | None:
         """``effects="staged"``: a copy ended without its commit for a reason of its own (a
