@@ -361,7 +361,6 @@ SLOW_FIRST = (
     "tests/localcloud/test_demo_fifo.py",
     "tests/localcloud/test_demo_dynamodb_local.py",
     "tests/chaos/test_harness_atomic.py",
-    "tests/chaos/test_harness_staged.py",
     "tests/localcloud/test_refunds_app.py",
     "tests/bench/test_retry_bench.py",
     "tests/localcloud/test_alarms_on_local_cloud.py",
