@@ -13,9 +13,10 @@ from typing import Final
 #: refused write finds comes back with it (ReturnValuesOnConditionCheckFailure). GetItem: under
 #: ``effects="staged"``, a copy whose staged write was refused (or whose business code raised
 #: a PermanentError) reads its record once, strongly consistent, because DynamoDB does not
-#: promise to name the record's own failed condition in a canceled transaction
-#: (``RecordStore.staged_refusal``). Never DeleteItem (deleting would reset the fence), Scan,
-#: Query or Batch*.
+#: promise to name the record's own failed condition in a canceled transaction (only that
+#: the reasons are ordered as the elements: https://docs.aws.amazon.com/amazondynamodb/latest/
+#: APIReference/API_CancellationReason.html; ``RecordStore.staged_refusal``). Never
+#: DeleteItem (deleting would reset the fence), Scan, Query or Batch*.
 IDEMPOTENCY_TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:UpdateItem")
 
 #: The event source mapping polls the source queue with the function's role (the actions of
