@@ -289,6 +289,21 @@ def _drain_dlq(
         )
 
 
+def _left_unapplied(sqs: Any, queue: str, applied: dict[str, int]) -> int:
+    """The notifications still in ``queue`` once the workers stopped that hop 2 never
+    applied. A copy of one it applied is owed nothing: the outbox sends at least once, and a
+    zombie that resumes after the run drained (a staged copy refused by the commit that
+    landed, which still found the outbox owed) sends its copy late. A message in flight when
+    the workers stopped comes back within the visibility timeout (the backoff is capped at
+    it): waited for, then read; one still hidden after that counts as owed."""
+    waited = time.monotonic() + 3 * VISIBILITY_S
+    while queue_depth(sqs, queue).in_flight and time.monotonic() < waited:
+        time.sleep(0.5)
+    hidden = queue_depth(sqs, queue).in_flight
+    left = _drain_dlq(sqs, queue, twohop.notification_id)
+    return hidden + sum(1 for payment in left if not applied.get(payment))
+
+
 class OutageWindows:
     """DynamoDB outage windows for every worker at once: while the flag file exists, each
     worker's DynamoDB calls fail (``faults.Injector.outage``).
@@ -516,7 +531,7 @@ def run_consumer(
             ddb, tables["ledger"], tables["idempotency"], _once_prefix(impl)
         )
         two_hop.notify_dlq = _drain_dlq(sqs, notify_dlq, twohop.notification_id)
-        two_hop.notify_left = queue_depth(sqs, notify).total
+        two_hop.notify_left = _left_unapplied(sqs, notify, two_hop.notified)
         two_hop.parked = {final.keys[h] for h in final.in_dlq if h in final.keys}
     # Beside the history, what the run left behind: the two together are the evidence.
     (workdir / f"{tag}.final.json").write_text(

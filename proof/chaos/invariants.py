@@ -397,7 +397,8 @@ def notified_not_once(state: Any) -> int:
 def owed_at_end(state: Any) -> int:
     """Nothing owed at the end: no record still holds an outbox unless its payment message
     is in hop 1's DLQ (the runbook's redrive sends what it owes), and the notifications
-    queue is empty."""
+    queue holds no notification hop 2 has not applied (``notify_left``; a late copy of an
+    applied one is ``notified_not_once``'s to judge, and owes nothing)."""
     parked_owing = state.owing_payments() & state.parked
     return len(state.owed) - len(parked_owing) + state.notify_left
 

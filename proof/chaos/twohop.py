@@ -187,7 +187,8 @@ class TwoHopState:
     owed: list[str] = field(default_factory=list)
     #: paymentIds of the notifications in hop 2's DLQ at the end
     notify_dlq: set[str] = field(default_factory=set)
-    #: messages still in the notifications queue at the end
+    #: notifications still in the notifications queue at the end that hop 2 never applied
+    #: (``harness._left_unapplied``)
     notify_left: int = 0
     #: paymentIds whose payment message is in hop 1's DLQ at the end, parked for a person:
     #: a record that still owes its notification then owes it by design (the runbook's

@@ -3,6 +3,7 @@ violation it names, and stay quiet where only timing is ambiguous."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from proof.chaos.invariants import (
@@ -279,3 +280,18 @@ def test_a_parked_payment_whose_record_owes_nothing_must_still_have_been_notifie
 def test_a_notification_applied_twice_is_a_violation_wherever_its_payment_is() -> None:
     state = two_hop_state(notified={"p1": 2, "p2": 1}, owed=[], parked={"p1"})
     assert notified_not_once(state) == 1
+
+
+def test_a_late_copy_of_an_applied_notification_is_not_owed_but_an_unapplied_one_is(
+    aws,
+) -> None:
+    # What the harness reads at the end (harness._left_unapplied): a zombie's late re-send
+    # of p1, which hop 2 applied, owes nothing; p2's notification, never applied, is owed.
+    from proof.chaos.harness import _left_unapplied
+
+    url = aws.sqs.create_queue(QueueName="notify-left")["QueueUrl"]
+    for payment in ("p1", "p1", "p2"):
+        aws.sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"paymentId": payment}))
+
+    assert _left_unapplied(aws.sqs, url, {"p1": 1}) == 1
+    assert _left_unapplied(aws.sqs, url, {}) == 0  # read and deleted: nothing is left
