@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import hashlib
 import json
 import math
 import os
@@ -23,7 +22,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from once import constants as c
+from once import identity
 from once import sendrules as rules
+from once.identity import identity_attributes
 
 #: The operations a TransactWriteItems element may hold.
 OPERATIONS = ("Put", "Update", "Delete", "ConditionCheck")
@@ -64,15 +65,6 @@ def number_text(value: int | float) -> str | None:
     return format(number, "f") if rules.number_taken(number) else None
 
 
-def identity_attributes(source: str, seq: int) -> tuple[tuple[str, str, str], ...]:
-    """once's own attributes on message ``seq`` of ``source``'s outbox (see ``outbox._entry``):
-    they count toward the message's size and its ten attributes."""
-    return (
-        (c.OUTBOX_ATTR_SOURCE, "String", source),
-        (c.OUTBOX_ATTR_SEQ, "Number", str(seq)),
-    )
-
-
 #: The attributes business code may send on one message: SQS's ten less once's identity.
 MAX_ATTRIBUTES = rules.MAX_ATTRIBUTES - len(identity_attributes("", 0))
 
@@ -86,12 +78,18 @@ class OutboxMessage:
     group_id: str | None = None
     #: (name, data type, value): String and Number values as text, Binary as bytes.
     attributes: tuple[tuple[str, str, str | bytes], ...] = ()
+    #: ``once.source``: the operation that staged it (``identity.source_of``), stored with it
+    #: so that every send of it says the same. None in an outbox stored before identities
+    #: named their operation: it is sent as then (``identity.legacy_source``).
+    source: str | None = None
 
     def to_json(self) -> str:
         """How the message is stored in the record's ``outbox`` list (one string each)."""
         stored: dict[str, Any] = {"d": self.destination, "b": self.body}
         if self.group_id is not None:
             stored["g"] = self.group_id
+        if self.source is not None:
+            stored["s"] = self.source
         if self.attributes:
             stored["a"] = [
                 [
@@ -114,6 +112,7 @@ class OutboxMessage:
                 (name, kind, base64.b64decode(value) if kind == "Binary" else value)
                 for name, kind, value in stored.get("a", ())
             ),
+            source=stored.get("s"),
         )
 
     @property
@@ -123,14 +122,6 @@ class OutboxMessage:
     @property
     def to_topic(self) -> bool:
         return rules.is_topic(self.destination)
-
-
-def deduplication_id(source: str, seq: int) -> str:
-    """A FIFO target's deduplication id for message ``seq`` of the outbox of ``source``: the
-    same on every send of that message (a resend after a crash is deduplicated by SQS or
-    SNS within their five minutes, and by a downstream once consumer keyed on
-    ``once.source`` and ``once.seq`` for good)."""
-    return hashlib.sha256(f"{source}#{seq}".encode()).hexdigest()
 
 
 def item_bytes(attributes: Mapping[str, Any]) -> int:
@@ -209,11 +200,13 @@ class Effects:
 
     ``table_name`` and ``record_id`` are the idempotency table and this attempt's record:
     once's table takes no business write (its items are records, and a write to one would
-    break that key's protocol), so staging one raises.
+    break that key's protocol), so staging one raises. ``token`` is this attempt's own: the
+    identity of every message it stages names the operation by it (``identity.source_of``).
     """
 
     table_name: str | None = None
     record_id: str | None = None
+    token: str = field(default_factory=lambda: identity.new_token())
     writes: list[dict[str, Any]] = field(default_factory=list)
     #: For each write, what business code asked for if DynamoDB refuses its condition.
     refusals: list[Refused] = field(default_factory=list)
@@ -283,16 +276,20 @@ class Effects:
         would push the record past DynamoDB's item size. See ``Attempt.send``."""
         destination = _check_destination(destination, group_id)
         to_topic = rules.is_topic(destination)
+        source = (
+            identity.source_of(self.record_id, self.token) if self.record_id is not None else None
+        )
         message = OutboxMessage(
             destination=destination,
             body=_body_text(body, to_topic=to_topic),
             group_id=group_id,
             attributes=_check_attributes(attributes or {}, to_topic=to_topic),
+            source=source,
         )
-        # Counted as AWS counts it, with once's own two attributes: the record id and this
-        # message's index in the outbox (``outbox._entry``).
-        identity = identity_attributes(self.record_id or "", len(self.messages))
-        size = rules.message_bytes(message.body, (*message.attributes, *identity))
+        # Counted as AWS counts it, with once's own two attributes: the operation's identity
+        # and this message's index in the outbox (``outbox._entry``).
+        once_own = identity_attributes(source or "", len(self.messages))
+        size = rules.message_bytes(message.body, (*message.attributes, *once_own))
         limit = rules.message_max_bytes(destination)
         if size > limit:
             service = "an SNS topic" if to_topic else "an SQS queue"

@@ -1,12 +1,13 @@
 """The outbox's sends: the messages a record's commit stored, sent after the commit.
 
-Each message carries its identity (``once.source``: the record id; ``once.seq``: its index
-in the outbox), the same on every send of it, so that a resend after a crash or a failed
-send is recognised downstream: by SQS's or SNS's deduplication on a FIFO target (the
-deduplication id is derived from the identity), and by a downstream once consumer keyed on
-the identity (``make_handler(key=SOURCE_KEY)``). Messages to one destination go ten at a
-time (``SendMessageBatch``, ``PublishBatch``), in the order they were staged, each batch within
-its service's payload limit (SQS 1 MiB, SNS 256 KiB: ``once.sendrules``).
+Each message carries its identity (``once.source``: the operation that committed it, as
+stored with it; ``once.seq``: its index in the outbox: ``once.identity``), the same on every
+send of it, so that a resend after a crash or a failed send is recognised downstream: by
+SQS's or SNS's deduplication on a FIFO target (the deduplication id is derived from the
+identity), and by a downstream once consumer keyed on the identity
+(``make_handler(key=SOURCE_KEY)``). Messages to one destination go ten at a time
+(``SendMessageBatch``, ``PublishBatch``), in the order they were staged, each batch within its
+service's payload limit (SQS 1 MiB, SNS 256 KiB: ``once.sendrules``).
 
 A send that fails says why (``once.awserrors.Sent``): the error's class and AWS's code, or the
 first failed entry's code, never a value of the message.
@@ -19,7 +20,8 @@ from typing import Any
 
 from once import sendrules as rules
 from once.awserrors import SENT, Sent, describe
-from once.effects import OutboxMessage, deduplication_id, identity_attributes
+from once.effects import OutboxMessage
+from once.identity import deduplication_id, identity_attributes, legacy_source
 
 #: Builds (or returns the process's) client for a service: ``"sqs"`` or ``"sns"``.
 ClientFor = Callable[[str], Any]
@@ -32,12 +34,12 @@ class Outbox:
     def __init__(self, client_for: ClientFor) -> None:
         self._client_for = client_for
 
-    def send(self, source: str, messages: Sequence[OutboxMessage]) -> Sent:
-        """Send every message of ``source``'s outbox: ``SENT`` only if each one was accepted;
-        else ``Sent(False, why)``, from the first batch that was not (later ones are not
-        tried). Never raises."""
+    def send(self, record_id: str, messages: Sequence[OutboxMessage]) -> Sent:
+        """Send every message of record ``record_id``'s outbox: ``SENT`` only if each one was
+        accepted; else ``Sent(False, why)``, from the first batch that was not (later ones are
+        not tried). Never raises."""
         try:
-            for destination, batch in _batches(source, messages):
+            for destination, batch in _batches(record_id, messages):
                 sent = self._send_batch(destination, batch)
                 if not sent:
                     return sent
@@ -71,14 +73,14 @@ def _outcome(response: Any, entries: int) -> Sent:
 
 
 def _batches(
-    source: str, messages: Sequence[OutboxMessage]
+    record_id: str, messages: Sequence[OutboxMessage]
 ) -> list[tuple[str, list[dict[str, Any]]]]:
     """The batch calls that send ``messages``: per destination, in staging order, at most ten
     entries and the service's batch payload each (SQS 1 MiB, SNS 256 KiB, attributes
     included: ``sendrules.batch_max_bytes``)."""
     by_destination: dict[str, list[dict[str, Any]]] = {}
     for seq, message in enumerate(messages):
-        by_destination.setdefault(message.destination, []).append(_entry(source, seq, message))
+        by_destination.setdefault(message.destination, []).append(_entry(record_id, seq, message))
     batches: list[tuple[str, list[dict[str, Any]]]] = []
     for destination, entries in by_destination.items():
         limit = rules.batch_max_bytes(destination)
@@ -95,8 +97,11 @@ def _batches(
     return batches
 
 
-def _entry(source: str, seq: int, message: OutboxMessage) -> dict[str, Any]:
-    """One batch entry, in the shape both SQS and SNS take but for the body's name."""
+def _entry(record_id: str, seq: int, message: OutboxMessage) -> dict[str, Any]:
+    """One batch entry, in the shape both SQS and SNS take but for the body's name, under the
+    identity stored with the message (or, stored without one, the one it was sent with
+    before identities named their operation)."""
+    source = message.source or legacy_source(record_id, message.destination)
     attributes: dict[str, dict[str, Any]] = {
         name: {"DataType": kind, ("BinaryValue" if kind == "Binary" else "StringValue"): value}
         for name, kind, value in (*message.attributes, *identity_attributes(source, seq))

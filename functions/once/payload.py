@@ -97,10 +97,14 @@ class BodyReader:
         message = body  # as SQS holds it: an SNS notification keeps its attributes here
         if self._envelope is not None:
             body = self._unwrap(body)
-        key = self._key_of(body) if self._key is not None else _source_key(attributes, message)
+        if self._key is not None:
+            key, hashed = self._key_of(body), body
+        else:
+            # What the identity names is hashed, never how a transport carried it.
+            key, hashed = _source_key(attributes, message), without_transport(body)
         try:
             validated = (
-                self._validate.search(body, _OPTIONS) if self._validate is not None else None
+                self._validate.search(hashed, _OPTIONS) if self._validate is not None else None
             )
         except Exception as error:
             raise BadMessage(
@@ -222,6 +226,29 @@ def _source_key(attributes: Any, message: Any) -> str:
             c.REASON_INVALID_KEY, "key holds a lone surrogate: it is not Unicode text"
         ) from None
     return key
+
+
+#: What an SNS notification (raw message delivery off) holds of what its publisher sent: the
+#: rest of its fields (``MessageId``, ``Timestamp``, ``SequenceNumber``, ``SignatureVersion``,
+#: ``Signature``, ``SigningCertURL``, ``UnsubscribeURL``) are SNS's own, new on every publish
+#: or per subscription ("MessageId: ... unique for each message published", "Timestamp: The
+#: time (GMT) when the notification was published", the signature over both:
+#: https://docs.aws.amazon.com/sns/latest/dg/http-notification-json.html; the same document
+#: is what SQS receives with raw delivery off:
+#: https://docs.aws.amazon.com/sns/latest/dg/firehose-archived-message-format-S3.html).
+_SNS_PUBLISHED = ("Type", "TopicArn", "Subject", "Message", "MessageAttributes")
+
+
+def without_transport(body: Any) -> Any:
+    """What a ``SOURCE_KEY`` consumer hashes of a body: the body itself, or, where SQS holds
+    an SNS notification (raw message delivery off, and no ``envelope=`` unwrapped it), only
+    what the publisher sent (``_SNS_PUBLISHED``): the topic, the subject, the message and its
+    attributes (once's identity among them). Every publish of one outbox message (its resend
+    after a failed clear) is then one payload, a duplicate downstream, never a CONFLICT. The
+    ``validate`` expression applies to what this returns."""
+    if not isinstance(body, dict) or body.get("Type") != "Notification":
+        return body
+    return {name: body[name] for name in _SNS_PUBLISHED if name in body}
 
 
 #: The SNS message attribute types whose ``Value`` is the text itself (``Binary``'s is base64,

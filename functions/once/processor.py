@@ -338,9 +338,11 @@ class BatchProcessor:
         the claim's condition, with what it staged (``RecordStore.commit_staged``). The
         record refusing that write refuses the copy as it would refuse a claim
         (``_rejected``). Nothing that ends without the commit wrote anything: a raise, a
-        refused staged write or a canceled commit leaves no record to undo, and a copy that
-        ends so for a reason of its own is first judged by the record
-        (``_refused_by_record``): a duplicate is acknowledged, never quarantined."""
+        refused staged write or a canceled commit leaves no record to undo, and every copy
+        that ends so is first judged by the record (``_refused_by_record``): a duplicate is
+        acknowledged (once what its record owes is sent), never retried or quarantined.
+        Only a commit whose ending is unknown is not read: it may have landed, and its
+        redelivery's commit finds out."""
         message_id = record.message_id
         stored_as = record_id(self._settings.key_prefix, parsed.key)
         effects = Effects(table_name=self._store.table_name, record_id=stored_as)
@@ -363,6 +365,11 @@ class BatchProcessor:
                 record, parsed.key, c.REASON_PERMANENT_ERROR, describe_error(error), context
             )
         except Exception as error:
+            # Business code may raise on a copy because its own first commit changed what it
+            # reads: the record decides first, and sends what it still owes.
+            refused = self._refused_by_record(record, parsed, stored_as, context)
+            if refused is not None:
+                return refused
             return _replace(failed, Outcome.FAILED, describe_error(error))
         done = RecordResult(message_id, Outcome.PROCESSED, parsed.key)
         result, done = self._encoded(value, done)
@@ -383,6 +390,9 @@ class BatchProcessor:
                 return self._quarantined(record, parsed.key, c.REASON_WRITE_REFUSED, said, context)
             return _replace(failed, Outcome.FAILED, c.REASON_WRITE_REFUSED)
         except CommitCanceled as canceled:
+            refused = self._refused_by_record(record, parsed, stored_as, context)
+            if refused is not None:
+                return refused
             return _replace(failed, Outcome.FAILED, f"{c.REASON_COMMIT_FAILED}: {canceled}")
         except Exception as error:  # may have landed: the redelivery's commit finds out
             log_safely(
@@ -405,11 +415,12 @@ class BatchProcessor:
     def _refused_by_record(
         self, record: SqsRecord, parsed: Parsed, stored_as: str, context: Any
     ) -> RecordResult | None:
-        """A staged copy that ends without its commit for a reason of its own: the
-        record's refusal of it, where the record refuses it (``RecordStore.staged_refusal``:
-        one read); None where the copy's own reason stands, or the record cannot be read
-        (the copy's reason then decides: nothing is lost, a duplicate at worst comes back or
-        is quarantined)."""
+        """A staged copy that ends without its commit (business code raised, a staged
+        write was refused, the commit was canceled): the record's refusal of it, where the
+        record refuses it (``RecordStore.staged_refusal``: one read, on this path only);
+        None where the copy's own reason stands, or the record cannot be read (the copy's
+        reason then decides: nothing is lost, a duplicate at worst comes back or is
+        quarantined)."""
         try:
             rejected = self._store.staged_refusal(stored_as, payload_hash=parsed.payload_hash)
         except Exception as error:

@@ -191,15 +191,15 @@ def claim_condition_holds(old: Record | None, *, now_ms: int, payload_hash: str)
 
 
 def judge_staged_refusal(old: Record | None, *, now_ms: int, payload_hash: str) -> Verdict:
-    """``effects="staged"``: a copy that ended without its commit for a reason of its own (a
-    staged write's condition refused the transaction, or business code raised a
-    ``PermanentError``), judged by the record read after it (strongly consistent; None:
+    """``effects="staged"``: a copy that ended without its commit (business code raised, a
+    ``PermanentError`` or anything else; a staged write's condition refused the transaction;
+    DynamoDB canceled it), judged by the record read after it (strongly consistent; None:
     absent). The record speaks first: where it would refuse a claim, the copy ends as that
     refusal (a DUPLICATE is acknowledged, not retried or quarantined: its business code's
-    view of the world came after the commit that landed). Otherwise the copy's own reason
-    stands: REFUSED. DynamoDB does not document that a canceled transaction reports every
-    element whose condition failed, so a duplicate's refused staged write is never taken on
-    its own word."""
+    view of the world came after the commit that landed, and may raise on it). Otherwise the
+    copy's own reason stands: REFUSED. DynamoDB does not document that a canceled
+    transaction reports every element whose condition failed, so a duplicate's refused
+    staged write is never taken on its own word."""
     if claim_condition_holds(old, now_ms=now_ms, payload_hash=payload_hash):
         return Verdict.REFUSED
     assert old is not None

@@ -493,8 +493,8 @@ class RecordStore:
         return self._tried(transaction if effects is not None and effects.writes else plain)
 
     def staged_refusal(self, record_id: str, *, payload_hash: str) -> Rejected | None:
-        """``effects="staged"``: a copy ended without its commit for a reason of its own (a
-        refused staged write, a ``PermanentError``): read the record (strongly consistent)
+        """``effects="staged"``: a copy ended without its commit (business code raised, a
+        staged write was refused, the commit was canceled): read the record (strongly consistent)
         and say whether it refuses the copy first (``protocol.judge_staged_refusal``): a
         ``Rejected`` (DUPLICATE, CONFLICT or BUSY), or None when the copy's own reason
         stands. One read, on that path only."""

@@ -7,9 +7,10 @@ its own id, or under ``once.original_message_id`` for a quarantined copy); anyth
 is *lost*. The ledger is right when every account's balance is the sum of its distinct
 valid payments and every payment entry is one of those payments. The notifications are right
 when the notifications queue holds, for each of those payments and nothing else, its one
-outbox identity (``once.source`` its record id, ``once.seq`` 0) with the credit it announces:
-copies of one identity (a send repeated after a crash before its outbox was cleared) are
-counted apart, as a downstream consumer keyed on the identity sees them: duplicates.
+outbox identity (``once.source`` naming its record and one operation of it, ``once.seq`` 0)
+with the credit it announces: copies of one identity (a send repeated after a crash before
+its outbox was cleared) are counted apart, as a downstream consumer keyed on the identity
+sees them: duplicates.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from once import constants as c
+from once import identity
 from oncecli.aws import queue_depth, record_id, scan
 from proof import example
 from proof.demo.workload import Message, Workload
@@ -159,7 +161,7 @@ def notified_once(
     from payments import STATUS_CREDITED
 
     expected = {
-        (record_id(prefix, pid), 0): {
+        (identity.escape(record_id(prefix, pid)), 0): {
             "paymentId": pid,
             "account": account,
             "amount": amount,
@@ -167,8 +169,12 @@ def notified_once(
         }
         for pid, (account, amount) in workload.payments.items()
     }
-    return set(notified) == set(expected) and all(
-        body == expected[identity] for identity, bodies in notified.items() for body in bodies
+    # One operation per payment: each record named by one identity, and only those.
+    by_name = {(identity.named(source), seq): bodies for (source, seq), bodies in notified.items()}
+    return (
+        len(by_name) == len(notified)
+        and set(by_name) == set(expected)
+        and all(body == expected[named] for named, bodies in by_name.items() for body in bodies)
     )
 
 

@@ -22,9 +22,9 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from moto.core.models import botocore_stubber
 
-from once import SOURCE_KEY, Attempt, PermanentError, make_handler
+from once import SOURCE_KEY, Attempt, PermanentError, identity, make_handler
 from once import constants as c
-from once.effects import deduplication_id
+from once.identity import deduplication_id
 from once.models import Outcome, record_id
 from once.testing import OnceEnv
 from tests.conftest import LEDGER, Calls, count_calls, outcomes
@@ -109,8 +109,16 @@ def queue_depth(env: OnceEnv, url: str) -> int:
 
 
 def source_of(handler: Any, key: str) -> str:
-    """``once.source`` of the messages a key's operation sends: its record id."""
-    return record_id(handler.key_prefix, key)
+    """What ``once.source`` of the messages a key's operation sends names before its
+    operation's token: the record id, escaped (``once.identity``)."""
+    return identity.escape(record_id(handler.key_prefix, key))
+
+
+def named(source: str) -> str:
+    """``once.source`` without the token of the operation that sent it."""
+    name, token = source.rsplit(identity.SEPARATOR, 1)
+    assert len(token) == 32 and int(token, 16) >= 0  # one operation's random token
+    return name
 
 
 # --- business code ------------------------------------------------------------------------------
@@ -494,7 +502,7 @@ def test_a_write_to_the_idempotency_record_itself_raises_at_the_call_in_business
                 {
                     "Update": {
                         "TableName": env.table_name,
-                        "Key": {c.ATTR_ID: {"S": source_of(handler, payment["id"])}},
+                        "Key": {c.ATTR_ID: {"S": record_id(handler.key_prefix, payment["id"])}},
                         "UpdateExpression": "SET #s = :s",
                         "ExpressionAttributeNames": {"#s": c.ATTR_STATUS},
                         "ExpressionAttributeValues": {":s": {"S": c.STATUS_COMPLETED}},
@@ -673,7 +681,7 @@ def test_the_next_delivery_sends_what_is_owed_without_running_business_code_then
     record = env.record("p-1")
     assert record is not None and record.outbox == ()
     [sent] = take(env, notify)
-    assert (sent.source, sent.seq) == (source_of(handler, "p-1"), 0)
+    assert (named(sent.source), sent.seq) == (source_of(handler, "p-1"), 0)
     assert balance(env) == AMOUNT
 
     third = env.deliver(handler, [PAYMENT])  # owes nothing now: a plain duplicate
@@ -727,8 +735,9 @@ def test_a_failed_clear_leaves_the_outbox_owed_and_the_resend_carries_the_same_i
     assert env.deliver(handler, [PAYMENT]).outcomes == [Outcome.OWED_SENT]
     copies = take(env, notify)
     assert [(m.source, m.seq, m.body) for m in copies] == [
-        (source_of(handler, "p-1"), 0, '{"paymentId":"p-1"}')
+        (copies[0].source, 0, '{"paymentId":"p-1"}')
     ] * 2
+    assert named(copies[0].source) == source_of(handler, "p-1")
 
 
 def test_each_outbound_message_carries_once_source_and_once_seq(env: OnceEnv, notify: str) -> None:
@@ -739,8 +748,9 @@ def test_each_outbound_message_carries_once_source_and_once_seq(env: OnceEnv, no
 
     env.deliver(handler, [PAYMENT])
 
-    source = source_of(handler, "p-1")
     to_notify, to_other = take(env, notify), take(env, other)
+    source = to_notify[0].source  # one operation: one identity for its whole outbox
+    assert named(source) == source_of(handler, "p-1")
     assert sorted((m.source, m.seq) for m in to_notify) == [(source, 0), (source, 2)]
     assert [(m.source, m.seq) for m in to_other] == [(source, 1)]
     [with_own] = [m for m in to_notify if m.seq == 0]
@@ -761,8 +771,9 @@ def test_a_fifo_target_gets_its_group_and_a_deduplication_id_derived_from_the_id
 
     env.deliver(handler, [PAYMENT])
 
-    source = source_of(handler, "p-1")
     sent = take(env, fifo)
+    source = sent[0].source
+    assert named(source) == source_of(handler, "p-1")
     assert [(m.seq, m.system["MessageGroupId"]) for m in sent] == [(0, "a-1"), (1, "a-1")]
     for message in sent:
         expected = hashlib.sha256(f"{source}#{message.seq}".encode()).hexdigest()
@@ -806,7 +817,7 @@ def test_an_sns_topic_destination_delivers_through_its_subscription(env: OnceEnv
 
     [message] = take(env, queue)
     assert message.body == '{"paymentId":"p-1"}'
-    assert (message.source, message.seq) == (source_of(handler, "p-1"), 0)
+    assert (named(message.source), message.seq) == (source_of(handler, "p-1"), 0)
     assert message.attributes["kind"] == "credit"
 
 
@@ -820,7 +831,8 @@ def test_an_sns_envelope_carries_the_identity_in_its_message_attributes(env: Onc
     envelope = json.loads(message.body)
     assert envelope["TopicArn"] == topic
     assert envelope["Message"] == '{"paymentId":"p-1"}'
-    assert envelope["MessageAttributes"][c.OUTBOX_ATTR_SOURCE]["Value"] == source_of(handler, "p-1")
+    carried = envelope["MessageAttributes"][c.OUTBOX_ATTR_SOURCE]["Value"]
+    assert named(carried) == source_of(handler, "p-1")
     assert envelope["MessageAttributes"][c.OUTBOX_ATTR_SEQ]["Value"] == "0"
 
 
@@ -831,8 +843,8 @@ def test_a_fifo_topic_destination_gets_the_group_and_the_deduplication_id(env: O
     assert env.deliver(handler, [PAYMENT]).outcomes == [Outcome.PROCESSED]
 
     [message] = take(env, queue)
-    source = source_of(handler, "p-1")
-    assert (message.source, message.seq) == (source, 0)
+    source = message.source
+    assert (named(source), message.seq) == (source_of(handler, "p-1"), 0)
     assert message.system["MessageGroupId"] == "a-1"
     assert message.system["MessageDeduplicationId"] == deduplication_id(source, 0)
 
@@ -888,7 +900,8 @@ def test_a_downstream_consumer_keyed_on_source_key_dedups_a_resent_message(
     assert env.deliver(upstream, [PAYMENT], fifo_group="a-1").outcomes == [Outcome.OWED_SENT]
     resent = env.deliver_waiting(downstream)
 
-    source = source_of(upstream, "p-1")
+    [source] = {key.rsplit("#", 1)[0] for key, _ in applied}
+    assert named(source) == source_of(upstream, "p-1")
     assert first.outcomes == [Outcome.PROCESSED, Outcome.PROCESSED]
     assert resent.outcomes == [Outcome.DUPLICATE, Outcome.DUPLICATE]
     assert sorted(key for key, _ in applied) == [f"{source}#0", f"{source}#1"]

@@ -142,6 +142,7 @@ TEAM_HANDLER_TEST = '''
 import json
 
 import pytest
+from once.identity import named
 
 
 @pytest.fixture
@@ -166,7 +167,7 @@ def test_a_refund_is_paid_once_and_its_notice_sent_once(once_env, handler, caplo
     )["Messages"]
     assert json.loads(notice["Body"]) == {"refundId": "r-1"}
     identity = notice["MessageAttributes"]
-    assert identity["once.source"]["StringValue"].endswith("#r-1")
+    assert named(identity["once.source"]["StringValue"]).endswith("#r-1")
     assert identity["once.seq"]["StringValue"] == "0"
     assert "refund accepted" in caplog.messages  # our Logger, under inject_lambda_context
     assert '"Refunded"' in capsys.readouterr().out  # our metric, flushed by log_metrics

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import pytest
 
 from once import constants as c
+from once.identity import named
 from once.models import Record, record_id
 from oncecli.testing.cloud import OnceCloud, StrippedResourceWarning
 from tests.localcloud.helpers import write_project
@@ -199,10 +200,11 @@ def test_an_outbox_publish_reaches_the_subscribed_queue_in_sns_s_envelope(shop: 
     placed = shop.consumer(STACK, "Publisher").function.environment["PLACED_TOPIC"]
     assert envelope["Type"] == "Notification" and envelope["TopicArn"] == placed
     assert json.loads(envelope["Message"]) == {"orderId": order, "placed": True}
-    assert envelope["MessageAttributes"] == {
-        c.OUTBOX_ATTR_SOURCE: {"Type": "String", "Value": record_id("publisher", order)},
-        c.OUTBOX_ATTR_SEQ: {"Type": "Number", "Value": "0"},
-    }
+    carried = envelope["MessageAttributes"]
+    assert set(carried) == {c.OUTBOX_ATTR_SOURCE, c.OUTBOX_ATTR_SEQ}
+    assert carried[c.OUTBOX_ATTR_SOURCE]["Type"] == "String"
+    assert named(carried[c.OUTBOX_ATTR_SOURCE]["Value"]) == record_id("publisher", order)
+    assert carried[c.OUTBOX_ATTR_SEQ] == {"Type": "Number", "Value": "0"}
     # Raw delivery off: the identity is in the envelope, not on the SQS message itself.
     assert not ours[0].get("MessageAttributes")
 

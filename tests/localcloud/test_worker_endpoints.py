@@ -25,6 +25,7 @@ from botocore.utils import get_environ_proxies
 
 from once import constants as c
 from once import make_handler
+from once.identity import named
 from once.models import record_id
 from oncecli.aws import LOCAL_REGION
 from oncecli.localcloud.cloud import Consumer, LocalCloud
@@ -282,7 +283,7 @@ def test_an_outbox_message_to_an_sns_topic_reaches_moto(
     assert snapshot["deleted"] == 1, snapshot  # done: not redelivered to send what it owes
     (message,) = messages
     assert json.loads(message["Body"]) == {"orderId": "o-sns-1", "event": "placed"}
-    assert message["MessageAttributes"][c.OUTBOX_ATTR_SOURCE]["StringValue"] == key
+    assert named(message["MessageAttributes"][c.OUTBOX_ATTR_SOURCE]["StringValue"]) == key
 
 
 def test_a_service_the_local_cloud_does_not_emulate_fails_at_once(

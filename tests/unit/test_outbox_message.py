@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from once import constants as c
-from once.effects import Effects, OutboxMessage, deduplication_id
+from once.effects import Effects, OutboxMessage
+from once.identity import deduplication_id
 from once.models import Record
 from once.outbox import _batches
 

@@ -15,7 +15,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from once import constants as c
-from once.effects import OUTBOX_MAX_BYTES, Effects, deduplication_id
+from once import identity
+from once.effects import OUTBOX_MAX_BYTES, Effects
+from once.identity import deduplication_id
 from once.sendrules import DATA_TYPES, SNS_MESSAGE_MAX_BYTES, SQS_MESSAGE_MAX_BYTES
 
 RECORD_ID = "payments#p-1"
@@ -371,9 +373,10 @@ def test_a_destination_with_a_lone_surrogate_is_refused_at_the_call(destination:
 # --- the size of one message -------------------------------------------------------------------
 
 #: What once's own attributes add to message 0 of RECORD_ID's outbox: name, type and value.
-IDENTITY_BYTES = len(c.OUTBOX_ATTR_SOURCE + "String" + RECORD_ID) + len(
-    c.OUTBOX_ATTR_SEQ + "Number" + "0"
-)
+#: (``once.source`` names the operation: the record id, then ``@`` and a 32-digit token.)
+IDENTITY_BYTES = len(
+    c.OUTBOX_ATTR_SOURCE + "String" + identity.source_of(RECORD_ID, identity.new_token())
+) + len(c.OUTBOX_ATTR_SEQ + "Number" + "0")
 
 
 def test_an_sns_message_past_256_kib_with_its_attributes_is_refused_at_the_call() -> None:

@@ -191,3 +191,26 @@ def test_the_sqs_attribute_form_and_the_sns_envelope_form_give_the_same_key(
     assert raw_off == raw_on
     if raw_on[0] == "key":
         assert raw_on[1] == f"{source}#{int(seq)}"
+
+
+@settings(max_examples=100, deadline=None)
+@given(payload=st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5)))
+def test_every_publish_of_one_message_hashes_alike_behind_sns_without_raw_delivery(
+    payload: dict[str, Any],
+) -> None:
+    """SNS writes a new MessageId, Timestamp and Signature on every publish: what a
+    ``SOURCE_KEY`` consumer hashes is what the publisher sent, so a resend is a duplicate,
+    never a CONFLICT (``payload.without_transport``)."""
+    reader = BodyReader(SOURCE_KEY, validate="@")
+    first, resent = (
+        sns_notification(payload, identity()) | {"Timestamp": stamp}
+        for stamp in ("2026-01-01T00:00:00.000Z", "2026-01-01T00:05:00.000Z")
+    )
+    assert first["MessageId"] != resent["MessageId"]
+
+    hashes = {reader.read(json.dumps(n)).payload_hash for n in (first, resent)}
+
+    assert len(hashes) == 1
+    # What the publisher sent still counts: another message under the identity is another hash.
+    other = sns_notification({"other": payload}, identity())
+    assert reader.read(json.dumps(other)).payload_hash not in hashes

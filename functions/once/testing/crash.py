@@ -278,9 +278,9 @@ class CrashingOutbox(Outbox):
         self._outbox = outbox
         self._switch = switch
 
-    def send(self, source: str, messages: Sequence[OutboxMessage]) -> Sent:
+    def send(self, record_id: str, messages: Sequence[OutboxMessage]) -> Sent:
         with self._switch.call():
-            sent = self._outbox.send(source, messages)
+            sent = self._outbox.send(record_id, messages)
         self._switch.check()
         return sent
 
