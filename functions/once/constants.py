@@ -109,7 +109,8 @@ REASON_COMMIT_FAILED: Final = "COMMIT_FAILED"
 REVIEW_REASONS: Final = (REASON_LEASE_EXPIRED, REASON_WRITE_REFUSED, REASON_COMMIT_FAILED)
 
 # --- The outbox (message attributes on what ``attempt.send`` sends) ------------------------
-#: The record id of the operation that sent the message (``<service>#<key>``).
+#: The operation that sent the message: its record id (``<service>#<key>``, escaped) and a
+#: token of its commit (``once.identity.source_of``).
 OUTBOX_ATTR_SOURCE: Final = "once.source"
 #: The message's index in that operation's outbox.
 OUTBOX_ATTR_SEQ: Final = "once.seq"

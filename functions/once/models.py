@@ -208,7 +208,8 @@ class Attempt:
         the source message is acknowledged only once every message of its outbox is sent. A
         send that fails, or an invocation that dies first, leaves the messages owed: the next
         delivery of the source sends them without running business code. Each message
-        carries ``once.source`` (the record id) and ``once.seq`` (its index); to a FIFO
+        carries ``once.source`` (this operation: its record id and a token of its commit,
+        ``once.identity``) and ``once.seq`` (its index); to a FIFO
         target its deduplication id is derived from them, and a downstream once consumer
         keys on them with ``make_handler(key=SOURCE_KEY)``.
 

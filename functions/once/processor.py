@@ -42,12 +42,14 @@ from once.payload import (
     type_name,
 )
 from once.protocol import (
+    StagedEnd,
     Step,
     Verdict,
     after_commit,
     must_quarantine_takeover,
     review_fence_for,
     review_reason,
+    staged_end_reads_record,
 )
 from once.quarantine import Quarantine
 from once.sqsrecord import SqsRecord
@@ -358,16 +360,16 @@ class BatchProcessor:
         try:
             value = self._process(parsed.body, handed)
         except PermanentError as error:
-            refused = self._refused_by_record(record, parsed, stored_as, context)
+            refused = self._refused_by_record(
+                record, parsed, stored_as, context, StagedEnd.PERMANENT
+            )
             if refused is not None:
                 return refused
             return self._quarantined(
                 record, parsed.key, c.REASON_PERMANENT_ERROR, describe_error(error), context
             )
         except Exception as error:
-            # Business code may raise on a copy because its own first commit changed what it
-            # reads: the record decides first, and sends what it still owes.
-            refused = self._refused_by_record(record, parsed, stored_as, context)
+            refused = self._refused_by_record(record, parsed, stored_as, context, StagedEnd.RAISED)
             if refused is not None:
                 return refused
             return _replace(failed, Outcome.FAILED, describe_error(error))
@@ -382,7 +384,7 @@ class BatchProcessor:
                 effects=effects if effects else None,
             )
         except WriteRefused as refusal:
-            refused = self._refused_by_record(record, parsed, stored_as, context)
+            refused = self._refused_by_record(record, parsed, stored_as, context, StagedEnd.REFUSED)
             if refused is not None:
                 return refused
             said = f"{c.REASON_WRITE_REFUSED}: {refusal}"
@@ -390,7 +392,9 @@ class BatchProcessor:
                 return self._quarantined(record, parsed.key, c.REASON_WRITE_REFUSED, said, context)
             return _replace(failed, Outcome.FAILED, c.REASON_WRITE_REFUSED)
         except CommitCanceled as canceled:
-            refused = self._refused_by_record(record, parsed, stored_as, context)
+            refused = self._refused_by_record(
+                record, parsed, stored_as, context, StagedEnd.CANCELED
+            )
             if refused is not None:
                 return refused
             return _replace(failed, Outcome.FAILED, f"{c.REASON_COMMIT_FAILED}: {canceled}")
@@ -413,14 +417,16 @@ class BatchProcessor:
         )
 
     def _refused_by_record(
-        self, record: SqsRecord, parsed: Parsed, stored_as: str, context: Any
+        self, record: SqsRecord, parsed: Parsed, stored_as: str, context: Any, end: StagedEnd
     ) -> RecordResult | None:
         """A staged copy that ends without its commit (business code raised, a staged
         write was refused, the commit was canceled): the record's refusal of it, where the
         record refuses it (``RecordStore.staged_refusal``: one read, on this path only);
         None where the copy's own reason stands, or the record cannot be read (the copy's
         reason then decides: nothing is lost, a duplicate at worst comes back or is
-        quarantined)."""
+        quarantined). Which endings read is the protocol's (``staged_end_reads_record``)."""
+        if not staged_end_reads_record(end):
+            return None
         try:
             rejected = self._store.staged_refusal(stored_as, payload_hash=parsed.payload_hash)
         except Exception as error:

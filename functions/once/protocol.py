@@ -190,6 +190,26 @@ def claim_condition_holds(old: Record | None, *, now_ms: int, payload_hash: str)
     return old.status == c.STATUS_IN_PROGRESS and (old.lease_expires_at or 0) < now_ms
 
 
+class StagedEnd(StrEnum):
+    """How an ``effects="staged"`` copy can end without its commit landing."""
+
+    RAISED = "raised"  # business code raised (anything but a PermanentError)
+    PERMANENT = "permanent"  # business code raised a PermanentError
+    REFUSED = "refused"  # a staged write's condition refused the transaction
+    CANCELED = "canceled"  # DynamoDB canceled the commit, or it stayed transient past the tries
+    UNKNOWN = "unknown"  # no answer, a 5xx: the commit may have landed
+
+
+def staged_end_reads_record(end: StagedEnd) -> bool:
+    """Whether a staged copy that ended so is judged by its record first (one strongly
+    consistent read: ``judge_staged_refusal``). Every ending without a commit is: business
+    code may raise on a copy *because* its own first commit changed what it reads (an order
+    moved to ``shipped``), and only the record tells that copy from a first failure, and
+    sends what the committed operation still owes. Not an unknown ending: its commit may
+    have landed, and its redelivery's commit finds out (DUPLICATE) without a read."""
+    return end is not StagedEnd.UNKNOWN
+
+
 def judge_staged_refusal(old: Record | None, *, now_ms: int, payload_hash: str) -> Verdict:
     """``effects="staged"``: a copy that ended without its commit (business code raised, a
     ``PermanentError`` or anything else; a staged write's condition refused the transaction;

@@ -10,6 +10,7 @@ import pytest
 from once import constants as c
 from once.models import METRIC_NAMES, Outcome, Record
 from once.protocol import (
+    StagedEnd,
     Verdict,
     claim_condition_holds,
     is_takeover,
@@ -18,6 +19,7 @@ from once.protocol import (
     judge_staged_cancel,
     judge_staged_commit,
     judge_staged_refusal,
+    staged_end_reads_record,
 )
 
 ME, OTHER = "me", "other"
@@ -255,3 +257,19 @@ def test_a_staged_copy_that_ended_on_its_own_is_judged_by_the_record_it_reads(
     old: Record | None, verdict: Verdict
 ) -> None:
     assert judge_staged_refusal(old, now_ms=NOW_S * 1000, payload_hash=HASH) is verdict
+
+
+@pytest.mark.parametrize(
+    ("end", "reads"),
+    [
+        (StagedEnd.RAISED, True),  # a copy may raise because its own first commit landed
+        (StagedEnd.PERMANENT, True),
+        (StagedEnd.REFUSED, True),  # a canceled transaction may name only the staged write
+        (StagedEnd.CANCELED, True),
+        (StagedEnd.UNKNOWN, False),  # may have landed: the redelivery's commit finds out
+    ],
+)
+def test_every_staged_ending_without_a_commit_but_an_unknown_one_is_judged_by_the_record(
+    end: StagedEnd, reads: bool
+) -> None:
+    assert staged_end_reads_record(end) is reads

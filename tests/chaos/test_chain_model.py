@@ -1,0 +1,285 @@
+"""The chain model (``chain_model.py``): two real once consumers joined by SQS, SNS with raw
+delivery on, or SNS with raw delivery off, run on moto in every ``make test`` (bounded and
+derandomized; a long search on request: ``ONCE_CHAIN_EXAMPLES=5000``), and the controls it must
+catch: each defect of issue 39 put back by monkeypatch, and a sequence of the machine's own
+rules that ends in the promise it breaks.
+
+- the identity names the key, not the operation (``once.identity.source_of`` gives the bare
+  record id): a key reused past U's retention, inside D's, is dropped by D → invariant 1;
+- under ``effects="staged"`` a copy whose business code raises is never judged by the record
+  (``BatchProcessor._refused_by_record`` answers None): the redelivery of an operation whose
+  outbox is owed raises (its business code reads what its commit changed), and the owed
+  message is never sent → invariant 2;
+- a ``SOURCE_KEY`` consumer behind SNS with raw delivery off hashes SNS's envelope
+  (``once.payload.without_transport`` keeps SNS's per-publish fields): a resend after a failed
+  clear is a CONFLICT downstream → invariant 3.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+from moto import mock_aws
+
+from once import constants as c
+from once import processor
+from once.models import Outcome
+from oncecli.aws import create_table
+from tests.chaos import chain_model
+from tests.chaos.aws_faults import Fault
+from tests.chaos.chain_model import ChainMachine, Op, Violation
+
+RECORDS = "chain-records"
+STATE = "chain-state"
+#: The long search's size (``ONCE_CHAIN_EXAMPLES``, not derandomized); the suite's is small.
+LONG_EXAMPLES = int(os.environ.get("ONCE_CHAIN_EXAMPLES", "0"))
+#: The suite's run: the same examples every time, well under a minute on two cores.
+SUITE_EXAMPLES, SUITE_STEPS = 40, 25
+
+
+def _settings(examples: int, steps: int = SUITE_STEPS, *, derandomize: bool = True) -> settings:
+    """The suite's runs are derandomized: the same examples on every run, so that the suite
+    passes or fails by the code, never by the seed of the day. The long run searches anew."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        derandomize=derandomize,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+
+
+@pytest.fixture(scope="module")
+def moto_client() -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=chain_model.REGION)
+        for table in (RECORDS, STATE):
+            create_table(client, table, key=c.PARTITION_KEY)
+        yield client
+
+
+def machine_on(client: Any) -> type[ChainMachine]:
+    return type(
+        "ChainMachineOnMoto",
+        (ChainMachine,),
+        {"client": client, "table": RECORDS, "state_table": STATE},
+    )
+
+
+def test_the_chain_model_holds_on_moto(moto_client: Any) -> None:
+    """Every invariant after every step, and at quiescence, over derandomized runs of the
+    three transports and both modes of each consumer; the runs reach the paths the
+    invariants are about, not only the happy one."""
+    ChainMachine.seen.clear()
+    started = time.monotonic()
+    examples = LONG_EXAMPLES or SUITE_EXAMPLES
+    run_state_machine_as_test(
+        machine_on(moto_client), settings=_settings(examples, derandomize=not LONG_EXAMPLES)
+    )
+    seen = ChainMachine.seen
+    print(f"{examples} examples in {time.monotonic() - started:.1f} s")
+    print(dict(sorted(seen.items())))
+    for path in (
+        "transport sqs",
+        "transport sns-raw",
+        "transport sns-envelope",
+        "key reused past U's retention",
+        "resend",
+        "outcome U owed",
+        "outcome U owed_sent",
+        "outcome D processed",
+        "outcome D duplicate",
+        "U's business code found its order placed",
+        "quiesced",
+    ):
+        assert seen[path] > 0, f"no run reached {path}"
+    assert any(name.startswith("deploy ") for name in seen), "no run deployed a consumer"
+    assert any(name.startswith("fault U ") for name in seen), "no fault met U's calls"
+
+
+# --- the controls: each defect put back, caught by a sequence of the machine's rules ----------
+
+
+def started(
+    client: Any,
+    *,
+    transport: str = "sqs",
+    upstream: str = "any",
+    downstream: str = "any",
+    tagged: bool = False,
+) -> ChainMachine:
+    machine = machine_on(client)()
+    machine.setup(transport=transport, upstream=upstream, downstream=downstream, tagged=tagged)
+    return machine
+
+
+def deliver(machine: ChainMachine, name: str, crash: str | None = None) -> list[Outcome]:
+    """One receive of every visible message of the consumer's queue (ten at most), and one
+    invocation of them: each one's outcome."""
+    batch = machine.queues[name].receive(machine.clock(), 10, None)
+    assert batch, f"nothing visible in {name}'s queue"
+    return machine.invoke(name, batch, crash)
+
+
+def a_key_reused_past_upstream_retention(
+    client: Any, *, transport: str = "sqs", tagged: bool = False, upstream: str = "any"
+) -> ChainMachine:
+    """Order k1:1 goes through the chain; U's retention passes (D's does not); a new order
+    on k1 is a new operation, which D must apply."""
+    machine = started(client, transport=transport, tagged=tagged, upstream=upstream)
+    machine.send_new("k1")
+    assert deliver(machine, "U") == [Outcome.PROCESSED]
+    assert deliver(machine, "D") == [Outcome.PROCESSED]
+    machine.pass_upstream_retention()
+    assert machine.jumps == 1, "U's retention did not pass"
+    machine.send_new("k1")  # k1:2
+    assert deliver(machine, "U") == [Outcome.PROCESSED]
+    deliver(machine, "D")
+    machine.quiesce()
+    return machine
+
+
+def an_owed_staged_operation_redelivered(client: Any, *, transport: str = "sqs") -> ChainMachine:
+    """U in effects="staged": the first delivery commits, the send fails (owed); the
+    redelivery's business code runs first, finds its order placed and raises: the record must
+    judge it a duplicate that owes its outbox, and send it."""
+    machine = started(client, transport=transport, upstream="staged")
+    machine.send_new("k1")
+    machine.destination_outage(True)
+    assert deliver(machine, "U") == [Outcome.OWED]
+    machine.destination_outage(False)
+    machine.advance(chain_model.VISIBILITY_S + 1)
+    deliver(machine, "U")
+    machine.quiesce()
+    return machine
+
+
+def a_resend_after_a_failed_clear(
+    client: Any, *, transport: str = "sns-envelope", upstream: str = "any"
+) -> ChainMachine:
+    """The outbox is sent, its clear fails (owed); D applies the message; the redelivery
+    upstream resends it with the same identity: through SNS a new notification (raw delivery
+    off: a new MessageId, Timestamp and Signature), which D must take for a duplicate."""
+    machine = started(client, transport=transport, upstream=upstream)
+    machine.send_new("k1")
+    machine.faults["U"].arm(Fault("clear", "error", "ThrottlingException"))
+    assert deliver(machine, "U") == [Outcome.OWED]
+    assert deliver(machine, "D") == [Outcome.PROCESSED]
+    machine.advance(chain_model.VISIBILITY_S + 1)
+    assert deliver(machine, "U") == [Outcome.OWED_SENT]
+    assert machine.seen["resend"] > 0
+    deliver(machine, "D")
+    machine.quiesce()
+    return machine
+
+
+def _identity_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 2: ``once.source`` is the record id, the same for every operation on a key."""
+    import once.identity
+
+    monkeypatch.setattr(once.identity, "source_of", lambda record_id, token: record_id)
+
+
+def _staged_raise_never_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 3: a staged copy that ends without its commit is never read against the
+    record: its own reason (here business code's raise) stands."""
+    monkeypatch.setattr(processor.BatchProcessor, "_refused_by_record", lambda self, *a, **k: None)
+
+
+def _sns_envelope_hashed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 4: a SOURCE_KEY consumer hashes SNS's notification as it came, per-publish
+    fields and all."""
+    import once.payload
+
+    monkeypatch.setattr(once.payload, "without_transport", lambda body: body)
+
+
+#: (the sequence of the machine's rules, the defect put back, the invariant that catches it)
+CONTROLS: dict[str, tuple[Callable[[Any], ChainMachine], Callable[..., None], str]] = {
+    "an identity that names the key: an operation past U's retention dropped by D": (
+        a_key_reused_past_upstream_retention,
+        _identity_of_the_key,
+        "applied_not_once",
+    ),
+    "the same, the message naming its order: a CONFLICT downstream": (
+        lambda client: a_key_reused_past_upstream_retention(client, tagged=True),
+        _identity_of_the_key,
+        "applied_not_once",
+    ),
+    "the same through SNS with raw delivery off, U staged": (
+        lambda client: a_key_reused_past_upstream_retention(
+            client, transport="sns-envelope", upstream="staged"
+        ),
+        _identity_of_the_key,
+        "applied_not_once",
+    ),
+    "a staged copy that raises, never judged by the record: the outbox owed forever": (
+        an_owed_staged_operation_redelivered,
+        _staged_raise_never_judged,
+        "owed_forever",
+    ),
+    "the same through SNS with raw delivery on": (
+        lambda client: an_owed_staged_operation_redelivered(client, transport="sns-raw"),
+        _staged_raise_never_judged,
+        "owed_forever",
+    ),
+    "SNS's envelope hashed downstream: a resend is a CONFLICT": (
+        a_resend_after_a_failed_clear,
+        _sns_envelope_hashed,
+        "conflict_on_resend",
+    ),
+    "the same, U staged": (
+        lambda client: a_resend_after_a_failed_clear(client, upstream="staged"),
+        _sns_envelope_hashed,
+        "conflict_on_resend",
+    ),
+}
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_the_chain_model_catches_each_control(
+    moto_client: Any, monkeypatch: pytest.MonkeyPatch, control: str
+) -> None:
+    sequence, defect, invariant = CONTROLS[control]
+    defect(monkeypatch)
+    with pytest.raises(Violation) as caught:
+        sequence(moto_client)
+    assert caught.value.name == invariant, caught.value
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_the_runtime_passes_each_control_sequence(moto_client: Any, control: str) -> None:
+    sequence, _, _ = CONTROLS[control]
+    machine = sequence(moto_client)
+    assert all(q.empty for q in machine.queues.values())
+    for key in machine.ops:
+        record = machine._record("U", key)
+        assert record is not None and not record.outbox, key
+
+
+# --- the transports, each resend recognised downstream --------------------------------------
+
+
+@pytest.mark.parametrize("upstream", chain_model.MODES)
+@pytest.mark.parametrize("transport", chain_model.TRANSPORTS)
+def test_a_resend_after_a_failed_clear_is_a_duplicate_downstream(
+    moto_client: Any, transport: str, upstream: str
+) -> None:
+    machine = a_resend_after_a_failed_clear(moto_client, transport=transport, upstream=upstream)
+    assert machine.seen["outcome D duplicate"] > 0
+
+
+@pytest.mark.parametrize("transport", chain_model.TRANSPORTS)
+def test_a_key_reused_past_upstream_retention_is_applied_again_downstream(
+    moto_client: Any, transport: str
+) -> None:
+    machine = a_key_reused_past_upstream_retention(moto_client, transport=transport)
+    committed, applied = machine._counts()
+    assert committed == applied == {Op("k1", 1): 1, Op("k1", 2): 1}
