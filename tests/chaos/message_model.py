@@ -85,7 +85,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from once import SOURCE_KEY, PermanentError, make_handler
+from once import SOURCE_KEY, PermanentError, identity, make_handler
 from once import constants as c
 from once.backoff import Backoff
 from once.handler import Handler
@@ -299,7 +299,8 @@ class _Sqs:
                 attributes = entry.get("MessageAttributes", {})
                 source = attributes[c.OUTBOX_ATTR_SOURCE]["StringValue"]
                 seq = attributes[c.OUTBOX_ATTR_SEQ]["StringValue"]
-                self._machine.sent_out.append((source, seq))
+                # The record it names (its operation's token aside).
+                self._machine.sent_out.append((identity.named(source), seq))
             return {"Successful": [{"Id": e["Id"]} for e in sent], "Failed": failed}
 
         fault = self._machine.faults.take(target)
@@ -1089,7 +1090,7 @@ class MessageMachine(RuleBasedStateMachine):
                     raise Violation("not_done", f"{op} is neither done nor dropped")
             if record is not None and record.outbox:
                 raise Violation("owed_dropped", f"{key} still owes its outbox at quiescence")
-            source = record_id(self.prefix, key)
+            source = identity.escape(record_id(self.prefix, key))
             for completed in sorted(self.completed_hashes[key]):
                 stored = next((o for o in ops if o.payload_hash == completed), None)
                 if stored is not None and stored.send and (source, "0") not in self.sent_out:
@@ -1099,7 +1100,7 @@ class MessageMachine(RuleBasedStateMachine):
                     )
             if record is not None and record.status == c.STATUS_COMPLETED:
                 sent_op = next((o for o in ops if o.payload_hash == record.payload_hash), None)
-                source = record_id(self.prefix, key)
+                source = identity.escape(record_id(self.prefix, key))
                 if sent_op and sent_op.send and not any(s == source for s, _ in self.sent_out):
                     raise Violation("owed_dropped", f"{key}'s outbox was never sent")
 
