@@ -74,12 +74,17 @@ def escape(text: str) -> str:
 def source_of(record_id: str, token: str) -> str:
     """``once.source`` for the outbox an attempt with ``token`` stages for ``record_id``:
     printable ASCII, at most ``NAME_MAX_CHARS`` + 1 + the token's length."""
+    return f"{_name(record_id)}{SEPARATOR}{token}"
+
+
+def _name(record_id: str) -> str:
+    """The record id as an identity writes it: escaped, and cut past ``NAME_MAX_CHARS``."""
     name = escape(record_id)
     if len(name) > NAME_MAX_CHARS:
         digest = hashlib.sha256(record_id.encode("utf-8", "surrogatepass")).hexdigest()
         name = name[: NAME_MAX_CHARS - len(_CUT) - _CUT_DIGEST_CHARS] + _CUT
         name += digest[:_CUT_DIGEST_CHARS]
-    return f"{name}{SEPARATOR}{token}"
+    return name
 
 
 def named(source: str) -> str:
@@ -96,9 +101,10 @@ def legacy_source(record_id: str, destination: str) -> str:
     (it stored no source): the bare record id, as it was sent then, so that a downstream
     that recorded it recognises the resend. A record id the destination refuses as a String
     value was never accepted there (every send was refused, and the record stayed owed), so
-    no downstream knows it: it is escaped, and the resend can finally go."""
+    no downstream knows it: it is written as a new identity's name is (escaped, and cut so that
+    a downstream can key on it), and the resend can finally go."""
     taken = rules.text_taken(record_id, to_topic=rules.is_topic(destination))
-    return record_id if taken else escape(record_id)
+    return record_id if taken else _name(record_id)
 
 
 def identity_attributes(source: str, seq: int) -> tuple[tuple[str, str, str], ...]:

@@ -46,6 +46,16 @@ class Parsed:
     body: Any
     key: str
     payload_hash: str
+    #: The hash an earlier version of once gave this body, where the rule changed since: a
+    #: ``SOURCE_KEY`` consumer behind SNS without raw delivery hashed SNS's whole
+    #: notification (``without_transport``). A record written then is met under it
+    #: (``protocol.hashed_before``), so a deploy turns no retry into a CONFLICT.
+    previous_hash: str | None = None
+
+    def under_previous_hash(self) -> Parsed:
+        """This body as the earlier version hashed it."""
+        assert self.previous_hash is not None
+        return Parsed(self.body, self.key, self.previous_hash)
 
 
 def canonical_json(value: Any) -> str:
@@ -97,14 +107,22 @@ class BodyReader:
         message = body  # as SQS holds it: an SNS notification keeps its attributes here
         if self._envelope is not None:
             body = self._unwrap(body)
+        hashed, previous = body, None
         if self._key is not None:
-            key, hashed = self._key_of(body), body
+            key = self._key_of(body)
         else:
-            # What the identity names is hashed, never how a transport carried it.
-            key, hashed = _source_key(attributes, message), without_transport(body)
+            key, in_envelope = _source_key(attributes, message)
+            if in_envelope:
+                # What the identity names is hashed, never how SNS carried it.
+                hashed = without_transport(body)
+                previous = self._hash(body) if hashed is not body else None
+        return Parsed(body, str(key), self._hash(hashed), previous)
+
+    def _hash(self, body: Any) -> str:
+        """The payload hash: sha256 of the canonical JSON of the validated part of ``body``."""
         try:
             validated = (
-                self._validate.search(hashed, _OPTIONS) if self._validate is not None else None
+                self._validate.search(body, _OPTIONS) if self._validate is not None else None
             )
         except Exception as error:
             raise BadMessage(
@@ -112,7 +130,7 @@ class BodyReader:
                 f"validate expression failed on this body ({_name(error)})",
             ) from None
         try:
-            payload_hash = sha256(canonical_json(validated))
+            return sha256(canonical_json(validated))
         except UnicodeEncodeError:
             raise BadMessage(
                 c.REASON_INVALID_JSON, "body holds a lone surrogate: it is not Unicode text"
@@ -121,7 +139,6 @@ class BodyReader:
             raise BadMessage(
                 c.REASON_INVALID_JSON, f"body cannot be hashed ({_name(error)})"
             ) from None
-        return Parsed(body=body, key=str(key), payload_hash=payload_hash)
 
     def _unwrap(self, body: Any) -> Any:
         """What the envelope expression finds in the body: the payload that the key, the
@@ -166,8 +183,9 @@ def _check_key_size(size: int) -> None:
         raise BadMessage(c.REASON_INVALID_KEY, f"key is longer than {c.MAX_KEY_BYTES} bytes")
 
 
-def _source_key(attributes: Any, message: Any) -> str:
-    """The identity an upstream once outbox gave the message: ``<once.source>#<once.seq>``.
+def _source_key(attributes: Any, message: Any) -> tuple[str, bool]:
+    """The identity an upstream once outbox gave the message: ``<once.source>#<once.seq>``,
+    and whether it was found in an SNS envelope (then the body is SNS's notification).
 
     Where it is found, first that holds both attributes:
 
@@ -205,10 +223,11 @@ def _source_key(attributes: Any, message: Any) -> str:
     sqs = attributes if isinstance(attributes, dict) else {}
     source = _sqs_string(sqs.get(c.OUTBOX_ATTR_SOURCE))
     seq = _sqs_string(sqs.get(c.OUTBOX_ATTR_SEQ))
+    in_envelope = False
     if source is None or seq is None:
         sns = _sns_identity(message)
         if sns is not None:
-            source, seq = sns
+            (source, seq), in_envelope = sns, True
     if not isinstance(source, str) or not source or not isinstance(seq, str):
         raise BadMessage(
             c.REASON_INVALID_KEY,
@@ -225,7 +244,7 @@ def _source_key(attributes: Any, message: Any) -> str:
         raise BadMessage(
             c.REASON_INVALID_KEY, "key holds a lone surrogate: it is not Unicode text"
         ) from None
-    return key
+    return key, in_envelope
 
 
 #: What an SNS notification (raw message delivery off) holds of what its publisher sent: the
@@ -240,12 +259,12 @@ _SNS_PUBLISHED = ("Type", "TopicArn", "Subject", "Message", "MessageAttributes")
 
 
 def without_transport(body: Any) -> Any:
-    """What a ``SOURCE_KEY`` consumer hashes of a body: the body itself, or, where SQS holds
-    an SNS notification (raw message delivery off, and no ``envelope=`` unwrapped it), only
-    what the publisher sent (``_SNS_PUBLISHED``): the topic, the subject, the message and its
-    attributes (once's identity among them). Every publish of one outbox message (its resend
-    after a failed clear) is then one payload, a duplicate downstream, never a CONFLICT. The
-    ``validate`` expression applies to what this returns."""
+    """What a ``SOURCE_KEY`` consumer whose identity came in an SNS notification (raw message
+    delivery off: ``_source_key``) hashes of its body: the body itself where ``envelope=``
+    unwrapped it, else only what the publisher sent (``_SNS_PUBLISHED``): the topic, the
+    subject, the message and its attributes (once's identity among them). Every publish of
+    one outbox message (its resend after a failed clear) is then one payload, a duplicate
+    downstream, never a CONFLICT. The ``validate`` expression applies to what this returns."""
     if not isinstance(body, dict) or body.get("Type") != "Notification":
         return body
     return {name: body[name] for name in _SNS_PUBLISHED if name in body}

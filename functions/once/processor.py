@@ -46,6 +46,7 @@ from once.protocol import (
     Step,
     Verdict,
     after_commit,
+    hashed_before,
     must_quarantine_takeover,
     review_fence_for,
     review_reason,
@@ -57,6 +58,7 @@ from once.store import (
     Claimed,
     CommitCanceled,
     CommitLanded,
+    Committed,
     RecordStore,
     Rejected,
     WriteRefused,
@@ -285,6 +287,8 @@ class BatchProcessor:
         except Exception as error:  # DynamoDB unreachable or throttled past retries
             return RecordResult(message_id, Outcome.FAILED, parsed.key, reason=_class(error))
         if isinstance(claim, Rejected):
+            if _met_before(claim, parsed):
+                return self._claim_and_run(record, parsed.under_previous_hash(), context)
             return self._rejected(record, parsed, stored_as, claim, context)
         attempt = _Attempt(
             record,
@@ -375,14 +379,21 @@ class BatchProcessor:
             return _replace(failed, Outcome.FAILED, describe_error(error))
         done = RecordResult(message_id, Outcome.PROCESSED, parsed.key)
         result, done = self._encoded(value, done)
-        try:
-            committed = self._store.commit_staged(
+
+        def commit(parsed: Parsed) -> Committed | Rejected:
+            return self._store.commit_staged(
                 stored_as,
                 payload_hash=parsed.payload_hash,
                 message_id=message_id,
                 result=result,
                 effects=effects if effects else None,
             )
+
+        try:
+            committed = commit(parsed)
+            if isinstance(committed, Rejected) and _met_before(committed, parsed):
+                parsed = parsed.under_previous_hash()
+                committed = commit(parsed)
         except WriteRefused as refusal:
             refused = self._refused_by_record(record, parsed, stored_as, context, StagedEnd.REFUSED)
             if refused is not None:
@@ -429,6 +440,9 @@ class BatchProcessor:
             return None
         try:
             rejected = self._store.staged_refusal(stored_as, payload_hash=parsed.payload_hash)
+            if rejected is not None and _met_before(rejected, parsed):
+                parsed = parsed.under_previous_hash()
+                rejected = self._store.staged_refusal(stored_as, payload_hash=parsed.payload_hash)
         except Exception as error:
             log_safely(
                 self._logger,
@@ -742,6 +756,14 @@ class BatchProcessor:
 
 #: A commit that applied nothing, with the record still the claim's.
 _NOTHING_LANDED = (WriteRefused, CommitCanceled)
+
+
+def _met_before(rejected: Rejected, parsed: Parsed) -> bool:
+    """A CONFLICT from a record written under the hash an earlier version gave this body: the
+    copy is met again under that hash (``protocol.hashed_before``)."""
+    return rejected.outcome is Outcome.CONFLICT and hashed_before(
+        rejected.record, parsed.previous_hash
+    )
 
 
 def _review_fence(record: SqsRecord) -> int | None:

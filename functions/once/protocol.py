@@ -226,6 +226,16 @@ def judge_staged_refusal(old: Record | None, *, now_ms: int, payload_hash: str) 
     return _refusing(old, payload_hash=payload_hash)
 
 
+def hashed_before(old: Record, previous_hash: str | None) -> bool:
+    """Whether a record that refused a copy as a CONFLICT was written under the hash an
+    earlier version of once gave that copy's body (``payload.Parsed.previous_hash``: a
+    ``SOURCE_KEY`` consumer behind SNS without raw delivery hashed SNS's whole notification).
+    Then the copy is met again under that hash: SQS's redelivery of a message that FAILED,
+    or completed, before the deploy is a retry or a DUPLICATE, never a CONFLICT (and a
+    FAILED record keeps its operation: nothing else would ever apply it)."""
+    return previous_hash is not None and old.payload_hash == previous_hash
+
+
 def judge_write_error(code: str | None) -> Verdict:
     """Classify a completing write (the commit, or the plain completion) that DynamoDB
     refused with an error other than a condition's or a transaction's cancellation, from

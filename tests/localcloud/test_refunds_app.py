@@ -180,16 +180,27 @@ STACK = "Refunds"
 CONSUMERS = ("Refunds", "Notices", "SnsRefunds")
 
 
+def notice_keys(once_cloud, refund_id):
+    \"\"\"The keys Notices gave the notices of a refund: one per operation of Refunds on it.\"\"\"
+    table = once_cloud.outputs(STACK)["NoticesIdempotencyTableName"]
+    items = once_cloud.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"]
+    ids = [item["id"]["S"].removeprefix("notices#") for item in items]
+    return [key for key in ids if key.startswith(f"refunds#{refund_id}@")]
+
+
 def test_a_refund_s_notice_is_processed_once_by_notices(once_cloud):
     refund = {"refundId": "r-10", "amount": 5}
     once_cloud.send(STACK, [refund, refund], consumer="Refunds")
     once_cloud.drain()
     record = once_cloud.record(STACK, "r-10", consumer="Refunds")
     assert record.status == "COMPLETED" and json.loads(record.result) == {"refunded": 5}
-    # Notices keys on the outbox message's identity: <Refunds' record id>#<its index>.
-    notice = once_cloud.record(STACK, "refunds#r-10#0", consumer="Notices")
+    # Notices keys on the outbox message's identity: the operation that sent it (Refunds'
+    # record id and a token of its commit), then # and its index in the outbox.
+    [key] = notice_keys(once_cloud, "r-10")
+    assert key.startswith("refunds#r-10@") and key.endswith("#0")
+    notice = once_cloud.record(STACK, key, consumer="Notices")
     assert notice is not None and notice.status == "COMPLETED" and notice.fence == 1
-    assert json.loads(notice.result) == {"noticed": "r-10", "key": "refunds#r-10#0"}
+    assert json.loads(notice.result) == {"noticed": "r-10", "key": key}
     refunds = once_cloud.metrics(STACK, consumer="Refunds")
     # The copy finds the record done: a duplicate, or, while the first copy's notice is
     # still owed, the one that sends it (Notices runs it once either way).
@@ -412,8 +423,17 @@ def test_a_refund_sent_to_one_consumer_is_inspected_there(running: Running, refu
 def test_the_refund_s_notice_runs_once_on_notices_through_the_existing_queue(
     running: Running, refund: str
 ) -> None:
-    # Notices keys on SOURCE_KEY: Refunds' record id and the notice's index in its outbox.
-    key = f"refunds#{refund}#0"
+    # Notices keys on SOURCE_KEY: the operation of Refunds that sent the notice (its record id
+    # and a token of its commit) and the notice's index in its outbox. An operator finds it
+    # where once logs it: Notices' line for the record.
+    found = _poll(
+        lambda: running.once("logs", "--consumer", "Notices", *running.where),
+        lambda run: bool(re.search(rf'"key":"refunds#{refund}@[0-9a-f]{{32}}#0"', run.stdout)),
+        deadline_s=120,
+    )
+    match = re.search(rf'"key":"(refunds#{refund}@[0-9a-f]{{32}}#0)"', found.stdout)
+    assert match, found.stdout + found.stderr
+    key = match.group(1)
     inspected = _poll(
         lambda: running.once("inspect", "--consumer", "Notices", key, *running.where),
         lambda run: "COMPLETED" in run.stdout,
