@@ -638,6 +638,12 @@ def redrive(args: argparse.Namespace, console: Console) -> int:
             )
     done = move(sqs, dlq, source, args.max, include_lease_expired=args.include_lease_expired)
     console.print(f"moved {_messages(done.moved)} from the DLQ back to the source queue")
+    for message_id, why in done.refused:
+        console.print(
+            f"not moved: {message_id} (the source queue refused it: {why}); it stays in the "
+            "DLQ (fix the cause, then redrive again)",
+            soft_wrap=True,
+        )
     if done.lease_expired_left:
         console.print(
             f"left {_messages(done.lease_expired_left, 'message')} for review in the DLQ "
@@ -648,7 +654,7 @@ def redrive(args: argparse.Namespace, console: Console) -> int:
             soft_wrap=True,
         )
     remaining = queue_depth(sqs, dlq).total
-    if remaining > done.lease_expired_left and args.max is None:
+    if remaining > done.lease_expired_left + len(done.refused) and args.max is None:
         why = (
             " (on a FIFO queue, those behind a LEASE_EXPIRED message in its message group "
             "stay with it, in order)"
@@ -659,7 +665,7 @@ def redrive(args: argparse.Namespace, console: Console) -> int:
             f"{_messages(remaining)} {'remains' if remaining == 1 else 'remain'} in the DLQ{why}",
             soft_wrap=True,
         )
-    return 0
+    return 1 if done.refused else 0
 
 
 def _messages(count: int, noun: str = "message") -> str:

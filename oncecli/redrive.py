@@ -5,11 +5,16 @@ everything, while a message the runtime quarantined because a lease expired mid-
 (``once.reason=LEASE_EXPIRED``) needs a person's review before it runs again. ``move``
 leaves those in the DLQ unless told to include them.
 
-Each message is copied (body, attributes, FIFO group id; for a FIFO queue the DLQ message's
-own id as the deduplication id) and deleted from the DLQ only once its copy is sent, so a
-failure midway loses nothing. The move is bounded by what the DLQ held when it started: a
-message that the consumer quarantines again at once must not bounce between the two queues
-forever.
+Each message is copied (body, attributes, its message group; to a FIFO source queue the DLQ
+message's own id as the deduplication id) and deleted from the DLQ only once its copy is
+sent, so a failure midway loses nothing. Whether the source is FIFO is the source queue's
+own say (its name: "A FIFO queue name must end with the .fifo suffix",
+https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html),
+never the message's: a fair (standard) queue's messages carry a group id too, and SQS
+refuses a deduplication id on a standard queue. A message SQS refuses to take back stays in
+the DLQ, is named, and the others move. The move is bounded by what the DLQ held when it
+started: a message that the consumer quarantines again at once must not bounce between the
+two queues forever.
 """
 
 from __future__ import annotations
@@ -17,7 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from once import constants as c
+from once.awserrors import describe
+from once.sendrules import is_fifo
 from oncecli.aws import queue_depth
 
 #: How long a received DLQ message stays hidden while it is copied.
@@ -32,6 +41,9 @@ class Moved:
     lease_expired_left: int
     #: The messages moved, as the DLQ gave them (attributes included).
     messages: tuple[dict[str, Any], ...] = ()
+    #: The messages SQS would not take back, left in the DLQ: (DLQ message id, why, in
+    #: AWS's words: the error's class and code).
+    refused: tuple[tuple[str, str], ...] = ()
 
 
 def is_lease_expired(message: dict[str, Any]) -> bool:
@@ -61,6 +73,7 @@ def move(
     moved = seen = 0
     left: list[str] = []
     done: list[dict[str, Any]] = []
+    refused: list[tuple[str, str]] = []
     try:
         while moved < limit and seen < seen_budget:
             messages = sqs.receive_message(
@@ -78,7 +91,13 @@ def move(
                 if is_lease_expired(message) and not include_lease_expired:
                     left.append(message["ReceiptHandle"])
                     continue
-                sqs.send_message(**_copy(message, source_url))  # raises: it stays in the DLQ
+                try:
+                    sqs.send_message(**_copy(message, source_url))
+                except (ClientError, BotoCoreError) as error:
+                    # Refused (or not answered): it stays in the DLQ, named; the others move.
+                    refused.append((message["MessageId"], describe(error)))
+                    left.append(message["ReceiptHandle"])
+                    continue
                 sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
                 moved += 1
                 done.append(message)
@@ -88,7 +107,7 @@ def move(
             sqs.change_message_visibility(
                 QueueUrl=dlq_url, ReceiptHandle=handle, VisibilityTimeout=0
             )
-    return Moved(moved, len(left), tuple(done))
+    return Moved(moved, len(left) - len(refused), tuple(done), tuple(refused))
 
 
 def _copy(message: dict[str, Any], source_url: str) -> dict[str, Any]:
@@ -98,7 +117,8 @@ def _copy(message: dict[str, Any], source_url: str) -> dict[str, Any]:
         copy["MessageAttributes"] = message["MessageAttributes"]
     system = message.get("Attributes", {})
     if system.get("MessageGroupId"):
-        copy["MessageGroupId"] = system["MessageGroupId"]
+        copy["MessageGroupId"] = system["MessageGroupId"]  # a FIFO or a fair queue's group
+    if is_fifo(source_url):
         # The DLQ message's own id, never the original send's deduplication id: within
         # 5 minutes of that send SQS would accept the copy and drop it, and the DLQ message
         # would be deleted. Unique per DLQ message, and the same when its move is retried.

@@ -262,3 +262,50 @@ def test_a_refused_staged_write_runs_once_after_its_condition_can_hold(env) -> N
     assert item["balance"] == {"N": "4"}  # debited once
     assert len(spy.calls) == 2  # the refused attempt, then the run
     assert env.dlq_messages() == []
+
+
+def test_a_fair_queue_message_with_a_group_id_is_redriven_without_a_deduplication_id(
+    once_env: OnceEnv,
+) -> None:
+    """A fair (standard) queue's message carries a group id, which its DLQ copy keeps; the
+    redrive decides FIFO by the source queue, never by the message, so it sends no
+    deduplication id a standard queue would refuse."""
+    once_env.sqs.send_message(
+        QueueUrl=once_env.dlq_url,
+        MessageBody=json.dumps(ORDER),
+        MessageGroupId="tenant-1",
+        MessageAttributes={c.QUARANTINE_ATTR_REASON: {"DataType": "String", "StringValue": "X"}},
+    )
+    handler = make_handler(lambda order, attempt: "shipped", key="orderId")
+
+    moved = redrive(once_env)
+
+    assert (moved.moved, moved.refused) == (1, ())
+    assert once_env.deliver_waiting(handler).outcomes == [Outcome.PROCESSED]
+    assert once_env.dlq_messages() == []
+
+
+def test_a_message_the_source_queue_refuses_stays_in_the_dlq_named_and_the_others_move(
+    once_env: OnceEnv,
+) -> None:
+    """The source queue's maximum message size is its own (SetQueueAttributes); a DLQ copy
+    larger than it is refused (InvalidParameterValue): it stays in the DLQ, named, and every
+    other message moves."""
+    once_env.sqs.set_queue_attributes(
+        QueueUrl=once_env.queue_url, Attributes={"MaximumMessageSize": "1024"}
+    )
+    big = once_env.sqs.send_message(
+        QueueUrl=once_env.dlq_url, MessageBody=json.dumps(ORDER | {"note": "x" * 2000})
+    )["MessageId"]
+    for n in range(3):
+        once_env.sqs.send_message(
+            QueueUrl=once_env.dlq_url, MessageBody=json.dumps(ORDER | {"orderId": f"o-{n}"})
+        )
+
+    moved = redrive(once_env)
+
+    assert moved.moved == 3
+    assert [(message_id, why) for message_id, why in moved.refused] == [
+        (big, "ClientError InvalidParameterValue")
+    ]
+    assert [json.loads(m.body)["note"][:1] for m in once_env.dlq_messages()] == ["x"]

@@ -646,3 +646,27 @@ def test_sqs_takes_an_attribute_name_exactly_when_sendrules_says_it_does(sqs, qu
     except ClientError:
         taken = False
     assert taken == sendrules.attribute_name_taken(name)
+
+
+def test_a_deduplication_id_on_a_standard_queue_is_invalid_parameter_value(
+    sqs: Any, queue: str, fifo: str
+) -> None:
+    """SendMessage: "MessageDeduplicationId ... applies only to FIFO queues"; SQS answers
+    InvalidParameterValue ("not valid for this queue type"). A fair (standard) queue takes a
+    group id, and a FIFO queue the deduplication id."""
+    assert _code(
+        lambda: sqs.send_message(QueueUrl=queue, MessageBody="m", MessageDeduplicationId="d-1")
+    ) == ("InvalidParameterValue")
+    batch = sqs.send_message_batch(
+        QueueUrl=queue,
+        Entries=[
+            {"Id": "a", "MessageBody": "m", "MessageDeduplicationId": "d-1"},
+            {"Id": "b", "MessageBody": "m", "MessageGroupId": "tenant-1"},
+        ],
+    )
+    assert [(f["Id"], f["Code"]) for f in batch["Failed"]] == [("a", "InvalidParameterValue")]
+    assert [s["Id"] for s in batch["Successful"]] == ["b"]
+    sqs.send_message(QueueUrl=queue, MessageBody="m", MessageGroupId="tenant-1")
+    sqs.send_message(
+        QueueUrl=fifo, MessageBody="m", MessageGroupId="g", MessageDeduplicationId="d-1"
+    )

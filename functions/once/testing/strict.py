@@ -120,11 +120,24 @@ def _sqs_message_problem(
     group_id: str | None,
     deduplication_id: str | None,
     delay_seconds: Any,
+    fifo: bool,
 ) -> _Refused | None:
     """Why SQS refuses this message (one SendMessage, or one SendMessageBatch entry), or None.
     A FIFO queue's own rules (a group id required, a deduplication id unless content-based,
-    no per-message delay) are moto's, pinned by the tests."""
+    no per-message delay) are moto's, pinned by the tests; a standard queue's refusal of a
+    deduplication id is here (moto takes it)."""
     attributes = attributes or {}
+    if deduplication_id is not None and not fifo:
+        # "MessageDeduplicationId ... applies only to FIFO (first-in-first-out) queues"
+        # (SendMessage, SendMessageBatchRequestEntry); SQS answers InvalidParameterValue,
+        # "The request include parameter that is not valid for this queue type". A standard
+        # queue takes a MessageGroupId (fair queues), never a deduplication id.
+        # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html
+        return _Refused(
+            "InvalidParameterValue",
+            f"Value {deduplication_id} for parameter MessageDeduplicationId is invalid. "
+            "Reason: The request include parameter that is not valid for this queue type.",
+        )
     if body is None or body == "":
         # "The minimum size is one character" (SendMessageRequest.MessageBody).
         return _Refused("MissingParameter", "The request must contain the parameter MessageBody.")
@@ -343,6 +356,7 @@ def _install_sqs() -> None:
                 group_id=self._get_param("MessageGroupId"),
                 deduplication_id=self._get_param("MessageDeduplicationId"),
                 delay_seconds=self._get_param("DelaySeconds"),
+                fifo=bool(queue.fifo_queue),
             )
             if problem is not None:
                 raise SQSException(problem.code, problem.message)
@@ -363,7 +377,8 @@ def _install_sqs() -> None:
                 from moto.sqs.exceptions import BatchRequestTooLong
 
                 raise BatchRequestTooLong(total)
-            max_bytes = int(queue_of(self).maximum_message_size)
+            queue = queue_of(self)
+            max_bytes, fifo = int(queue.maximum_message_size), bool(queue.fifo_queue)
             return _sending_the_rest(
                 self,
                 original,
@@ -375,6 +390,7 @@ def _install_sqs() -> None:
                     group_id=entry.get("MessageGroupId"),
                     deduplication_id=entry.get("MessageDeduplicationId"),
                     delay_seconds=entry.get("DelaySeconds"),
+                    fifo=fifo,
                 ),
             )
 
