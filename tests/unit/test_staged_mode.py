@@ -7,13 +7,17 @@ table holds and what the mode costs, not what the runtime says of itself.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 
-from once import PermanentError, make_handler
+from once import Attempt, PermanentError, make_handler
 from once import constants as c
+from once.testing import OnceEnv
 from tests.conftest import count_calls, plain
 
 PREFIX = "staged"
@@ -361,26 +365,107 @@ def test_the_kit_leaves_the_default_mode_and_once_s_own_calls_alone(once_env, le
 
 
 @pytest.mark.parametrize(
-    ("operation", "changes"),
+    ("service", "operation", "params", "effect"),
     [
-        ("GetItem", False),
-        ("Query", False),
-        ("BatchGetItem", False),
-        ("TransactGetItems", False),
-        ("ListObjectsV2", False),
-        ("DescribeTable", False),
-        ("Decrypt", False),
-        ("PutItem", True),
-        ("UpdateItem", True),
-        ("TransactWriteItems", True),
-        ("SendMessage", True),
-        ("ReceiveMessage", True),
-        ("Publish", True),
-        ("PutObject", True),
-        ("Invoke", True),
+        ("dynamodb", "GetItem", {}, "none"),
+        ("dynamodb", "Query", {}, "none"),
+        ("dynamodb", "BatchGetItem", {}, "none"),
+        ("dynamodb", "TransactGetItems", {}, "none"),
+        ("s3", "ListObjectsV2", {}, "none"),
+        ("dynamodb", "DescribeTable", {}, "none"),
+        ("kms", "Decrypt", {}, "none"),
+        ("kms", "GenerateRandom", {}, "none"),
+        ("sts", "AssumeRole", {}, "none"),
+        ("comprehend", "DetectSentiment", {}, "none"),
+        ("translate", "TranslateText", {}, "none"),
+        ("bedrock-runtime", "InvokeModel", {}, "none"),
+        ("textract", "AnalyzeDocument", {}, "none"),
+        ("dynamodb", "ExecuteStatement", {"Statement": 'SELECT * FROM "t"'}, "none"),
+        ("dynamodb", "ExecuteStatement", {"Statement": '  select * from "t"'}, "none"),
+        (
+            "dynamodb",
+            "ExecuteStatement",
+            {"Statement": "INSERT INTO \"t\" VALUE {'k': 1}"},
+            "change",
+        ),
+        (
+            "dynamodb",
+            "BatchExecuteStatement",
+            {"Statements": [{"Statement": 'SELECT * FROM "t"'}, {"Statement": 'DELETE FROM "t"'}]},
+            "change",
+        ),
+        (
+            "dynamodb",
+            "ExecuteTransaction",
+            {"TransactStatements": [{"Statement": 'SELECT * FROM "t"'}]},
+            "none",
+        ),
+        ("rds-data", "ExecuteStatement", {"sql": "UPDATE t SET a = 1"}, "change"),
+        ("dynamodb", "PutItem", {}, "change"),
+        ("dynamodb", "UpdateItem", {}, "change"),
+        ("dynamodb", "TransactWriteItems", {}, "change"),
+        ("sqs", "SendMessage", {}, "change"),
+        ("sqs", "ReceiveMessage", {}, "change"),  # changes a message's visibility
+        ("sns", "Publish", {}, "change"),
+        ("s3", "PutObject", {}, "change"),
+        ("lambda", "Invoke", {}, "change"),
+        ("kms", "ScheduleKeyDeletion", {}, "change"),
+        ("sts", "DecodeAuthorizationMessage", {}, "none"),
+        ("geo-places", "Autocomplete", {}, "unknown"),  # judged neither way: a warning
     ],
 )
-def test_a_call_changes_something_unless_aws_names_it_a_read(operation: str, changes: bool) -> None:
-    from once.testing.staged import changes_something
+def test_a_call_is_judged_by_what_it_does(
+    service: str, operation: str, params: dict[str, Any], effect: str
+) -> None:
+    from once.testing.staged import effect_of
 
-    assert changes_something(operation) is changes
+    assert effect_of(service, operation, params).value == effect
+
+
+def test_staged_business_code_may_read_with_partiql_derive_credentials_and_draw_randomness(
+    once_env: OnceEnv,
+) -> None:
+    """docs: staged code "may read anything": a PartiQL SELECT, sts:AssumeRole and
+    kms:GenerateRandom change nothing, and the guard lets them through; a PartiQL INSERT
+    still fails the test."""
+    once_env.dynamodb.create_table(
+        TableName="prices",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+    def reads(order: dict[str, Any], attempt: Attempt) -> str:
+        boto3.client("dynamodb").execute_statement(Statement='SELECT * FROM "prices"')
+        boto3.client("sts").assume_role(
+            RoleArn="arn:aws:iam::123456789012:role/reader", RoleSessionName="pricing"
+        )
+        boto3.client("kms").generate_random(NumberOfBytes=16)
+        return "read"
+
+    def inserts(order: dict[str, Any], attempt: Attempt) -> str:
+        boto3.client("dynamodb").execute_statement(
+            Statement="INSERT INTO \"prices\" VALUE {'id': 'p-1'}"
+        )
+        return "inserted"
+
+    delivery = once_env.deliver(make_handler(reads, key="orderId", effects="staged"), [ORDER])
+    assert delivery.outcomes == ["processed"]
+    with pytest.raises(AssertionError, match="dynamodb ExecuteStatement"):
+        once_env.deliver(make_handler(inserts, key="orderId", effects="staged"), [ORDER])
+
+
+def test_an_unknown_call_under_staged_effects_warns_and_names_it(once_env: OnceEnv) -> None:
+    """A call the guard can judge neither way (SSM's ``LabelParameterVersion``: no read or
+    change in its name, on no list) is a warning that names it, never a failure."""
+    from once.testing.staged import UnknownCallWarning
+
+    def labels(order: dict[str, Any], attempt: Attempt) -> str:
+        ssm = boto3.client("ssm")
+        with contextlib.suppress(ClientError):
+            ssm.label_parameter_version(Name="price", Labels=["current"])
+        return "labelled"
+
+    with pytest.warns(UnknownCallWarning, match="ssm LabelParameterVersion"):
+        delivery = once_env.deliver(make_handler(labels, key="orderId", effects="staged"), [ORDER])
+    assert delivery.outcomes == ["processed"]

@@ -11,12 +11,27 @@ while the business function's frame is on the calling thread's stack, is a viola
 call still goes through (the test sees what AWS would do); ``deliver`` raises once the
 invocation ended, naming each call.
 
-A call changes something unless its operation reads: botocore names operations after AWS's
-API actions, and AWS names its read actions ``Get*``, ``List*``, ``Describe*``, ``Query``,
-``Scan``, ``BatchGet*``, ``TransactGet*``, ``Head*``... (the IAM action lists,
-https://docs.aws.amazon.com/service-authorization/latest/reference/reference_policies_actions-resources-contextkeys.html,
-class read and list actions so). ``ReceiveMessage`` changes a message's visibility: it is
-not a read here. KMS's cryptographic calls change nothing and are allowed.
+A call is judged by what it does (``effect_of``), from its service, its operation and, where
+the operation's name does not say, its parameters:
+
+- **PartiQL** (DynamoDB's ``ExecuteStatement``, ``BatchExecuteStatement``,
+  ``ExecuteTransaction``; RDS Data API's ``ExecuteStatement``...) by its statements' verbs:
+  ``SELECT`` reads; ``INSERT``, ``UPDATE``, ``DELETE``... change. IAM authorizes DynamoDB's
+  PartiQL the same way, by verb (``dynamodb:PartiQLSelect``, ``PartiQLInsert``...:
+  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ql-iam.html).
+- **Calls that change nothing a second run would repeat**, named per service for the
+  services a handler commonly calls (``UNCHANGING``): STS's credentials, KMS's cryptography,
+  Comprehend's and Rekognition's detections, Translate, Polly, Textract's analyses, Bedrock's
+  and SageMaker's invocations of a model.
+- **Reads by name**: AWS names its read actions ``Get*``, ``List*``, ``Describe*``,
+  ``Query``, ``Scan``, ``BatchGet*``, ``TransactGet*``, ``Head*``... (the IAM action lists,
+  https://docs.aws.amazon.com/service-authorization/latest/reference/reference_policies_actions-resources-contextkeys.html,
+  class them read and list actions).
+- **Changes by name**: ``Put*``, ``Update*``, ``Delete*``, ``Create*``, ``Send*``,
+  ``Publish*``, ``Start*``, ``Invoke`` (Lambda: the function may change anything),
+  ``Receive*`` (it changes a message's visibility)... (``CHANGE_PREFIXES``).
+- **Anything else is unknown**: the test is warned (``UnknownCallWarning``, naming the
+  call), never failed, since the guard would otherwise refuse what may be a read.
 """
 
 from __future__ import annotations
@@ -24,8 +39,10 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from types import CodeType
 from typing import Any
 
@@ -47,19 +64,195 @@ READ_PREFIXES = (
     "Filter",
     "Check",
 )
-#: Calls that are not reads by name but change nothing a retry would repeat.
-UNCHANGING = frozenset(
-    {"Decrypt", "Encrypt", "GenerateDataKey", "GenerateDataKeyWithoutPlaintext", "Sign", "Verify"}
+#: Per service (botocore's name), the calls that are not reads by name but change nothing a
+#: second run would repeat: they derive, detect, translate, sign or hand out credentials.
+#: From each service's API reference (the actions' descriptions).
+UNCHANGING: dict[str, frozenset[str]] = {
+    "sts": frozenset(
+        {
+            "AssumeRole",
+            "AssumeRoleWithSAML",
+            "AssumeRoleWithWebIdentity",
+            "AssumeRoot",
+            "DecodeAuthorizationMessage",
+        }
+    ),
+    "kms": frozenset(
+        {
+            "Decrypt",
+            "DeriveSharedSecret",
+            "Encrypt",
+            "GenerateDataKey",
+            "GenerateDataKeyPair",
+            "GenerateDataKeyPairWithoutPlaintext",
+            "GenerateDataKeyWithoutPlaintext",
+            "GenerateMac",
+            "GenerateRandom",
+            "ReEncrypt",
+            "Sign",
+            "Verify",
+            "VerifyMac",
+        }
+    ),
+    "comprehend": frozenset(
+        {
+            "BatchDetectDominantLanguage",
+            "BatchDetectEntities",
+            "BatchDetectKeyPhrases",
+            "BatchDetectSentiment",
+            "BatchDetectSyntax",
+            "BatchDetectTargetedSentiment",
+            "ClassifyDocument",
+            "ContainsPiiEntities",
+            "DetectDominantLanguage",
+            "DetectEntities",
+            "DetectKeyPhrases",
+            "DetectPiiEntities",
+            "DetectSentiment",
+            "DetectSyntax",
+            "DetectTargetedSentiment",
+            "DetectToxicContent",
+        }
+    ),
+    "translate": frozenset({"TranslateDocument", "TranslateText"}),
+    "polly": frozenset({"SynthesizeSpeech"}),
+    "textract": frozenset({"AnalyzeDocument", "AnalyzeExpense", "AnalyzeID", "DetectDocumentText"}),
+    "rekognition": frozenset(
+        {
+            "CompareFaces",
+            "DetectCustomLabels",
+            "DetectFaces",
+            "DetectLabels",
+            "DetectModerationLabels",
+            "DetectProtectiveEquipment",
+            "DetectText",
+            "RecognizeCelebrities",
+        }
+    ),
+    "bedrock-runtime": frozenset(
+        {
+            "ApplyGuardrail",
+            "Converse",
+            "ConverseStream",
+            "CountTokens",
+            "InvokeModel",
+            "InvokeModelWithResponseStream",
+        }
+    ),
+    "sagemaker-runtime": frozenset({"InvokeEndpoint", "InvokeEndpointWithResponseStream"}),
+}
+#: Operation-name prefixes of calls that change something.
+CHANGE_PREFIXES = (
+    "Put",
+    "Update",
+    "Delete",
+    "Create",
+    "Send",
+    "Publish",
+    "Start",
+    "Stop",
+    "Batch",
+    "TransactWrite",
+    "Tag",
+    "Untag",
+    "Add",
+    "Remove",
+    "Set",
+    "Modify",
+    "Change",
+    "Attach",
+    "Detach",
+    "Associate",
+    "Disassociate",
+    "Enable",
+    "Disable",
+    "Register",
+    "Deregister",
+    "Import",
+    "Restore",
+    "Reset",
+    "Rotate",
+    "Cancel",
+    "Complete",
+    "Abort",
+    "Copy",
+    "Upload",
+    "Invoke",
+    "Terminate",
+    "Run",
+    "Purge",
+    "Increment",
+    "Write",
+    "Receive",
+    "Subscribe",
+    "Unsubscribe",
+    "Confirm",
+    "Revoke",
+    "Grant",
+    "Schedule",
+    "Release",
+    "Assign",
+    "Unassign",
+    "Accept",
+    "Reject",
 )
+#: Statements by service and operation (PartiQL, SQL): where each request names them.
+_STATEMENTS = {
+    ("dynamodb", "ExecuteStatement"): ("Statement",),
+    ("dynamodb", "BatchExecuteStatement"): ("Statements", "Statement"),
+    ("dynamodb", "ExecuteTransaction"): ("TransactStatements", "Statement"),
+    ("rds-data", "ExecuteStatement"): ("sql",),
+    ("rds-data", "BatchExecuteStatement"): ("sql",),
+    ("redshift-data", "ExecuteStatement"): ("Sql",),
+}
+#: The statement verbs that read.
+_READ_VERBS = frozenset({"SELECT", "EXISTS", "SHOW", "EXPLAIN", "WITH"})
+
+
+class Effect(StrEnum):
+    """What a call does, as the guard judges it."""
+
+    NONE = "none"  # reads, or changes nothing a second run would repeat
+    CHANGE = "change"
+    UNKNOWN = "unknown"
+
+
+class UnknownCallWarning(UserWarning):
+    """Business code under ``effects="staged"`` made a call the guard cannot judge."""
+
 
 #: The method every botocore client's operation goes through (botocore.client.BaseClient).
 _PATCHED = "_make_api_call"
 _lock = threading.RLock()  # one patch at a time; a nested guard chains to the outer one
 
 
-def changes_something(operation: str) -> bool:
-    """Whether a botocore operation (``PutItem``, ``GetItem``...) may change anything."""
-    return operation not in UNCHANGING and not operation.startswith(READ_PREFIXES)
+def effect_of(service: str, operation: str, params: Any = None) -> Effect:
+    """What a botocore call (``dynamodb``, ``PutItem``, its parameters) does."""
+    where = _STATEMENTS.get((service, operation))
+    if where is not None:
+        verbs = _verbs(params, where)
+        if not verbs:
+            return Effect.UNKNOWN
+        return Effect.NONE if verbs <= _READ_VERBS else Effect.CHANGE
+    if operation in UNCHANGING.get(service, ()) or operation.startswith(READ_PREFIXES):
+        return Effect.NONE
+    if operation.startswith(CHANGE_PREFIXES):
+        return Effect.CHANGE
+    return Effect.UNKNOWN
+
+
+def _verbs(params: Any, where: tuple[str, ...]) -> set[str]:
+    """The first word of each statement the request holds (upper case); empty when the
+    request holds none the guard can read."""
+    found: list[Any] = [params]
+    for name in where:
+        inner: list[Any] = []
+        for value in found:
+            item = value.get(name) if isinstance(value, dict) else None
+            inner.extend(item if isinstance(item, list) else [item])
+        found = inner
+    texts = [text for text in found if isinstance(text, str) and text.strip()]
+    return {text.split(None, 1)[0].upper() for text in texts}
 
 
 def _code_of(business: Any) -> CodeType | None:
@@ -104,9 +297,20 @@ def guarded(business: Any) -> Iterator[list[str]]:
         original = getattr(BaseClient, _PATCHED)
 
         def _make_api_call(client: Any, operation: str, params: Any) -> Any:
-            if changes_something(operation) and _from_business(code):
-                service = client.meta.service_model.service_name
-                seen.append(f"{service} {operation}")
+            service = client.meta.service_model.service_name
+            effect = effect_of(service, operation, params)
+            if effect is not Effect.NONE and _from_business(code):
+                if effect is Effect.CHANGE:
+                    seen.append(f"{service} {operation}")
+                else:
+                    warnings.warn(
+                        f'business code under effects="staged" called {service} {operation}, '
+                        "which the kit cannot tell a read from a change: if it changes "
+                        "anything, copies of a message would each repeat it; stage it on the "
+                        'attempt, or use effects="any"',
+                        UnknownCallWarning,
+                        stacklevel=2,
+                    )
             return original(client, operation, params)
 
         setattr(BaseClient, _PATCHED, _make_api_call)
