@@ -97,7 +97,38 @@ _ACTION_OF = {
     ("s3", "ListObjectVersions"): "ListBucketVersions",
     ("s3", "DeleteObjects"): "DeleteObject",
     ("s3", "CopyObject"): "PutObject",
+    # A multipart upload is authorized as s3:PutObject at every step; its listings under
+    # their own actions (https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html,
+    # "Multipart upload API and permissions").
+    ("s3", "CreateMultipartUpload"): "PutObject",
+    ("s3", "UploadPart"): "PutObject",
+    ("s3", "UploadPartCopy"): "PutObject",
+    ("s3", "CompleteMultipartUpload"): "PutObject",
+    ("s3", "ListParts"): "ListMultipartUploadParts",
+    ("s3", "ListMultipartUploads"): "ListBucketMultipartUploads",
 }
+#: An S3 object operation that names a version (``VersionId``) is authorized as its version
+#: action, not the plain one: "If you include a versionId in your request header, you must have
+#: the s3:GetObjectVersion permission ... The s3:GetObject permission is not required"
+#: (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html; DeleteObject,
+#: GetObjectAcl, GetObjectTagging alike).
+_S3_VERSION_ACTION = {
+    "GetObject": "GetObjectVersion",
+    "DeleteObject": "DeleteObjectVersion",
+    "GetObjectAcl": "GetObjectVersionAcl",
+    "PutObjectAcl": "PutObjectVersionAcl",
+    "GetObjectTagging": "GetObjectVersionTagging",
+    "PutObjectTagging": "PutObjectVersionTagging",
+    "DeleteObjectTagging": "DeleteObjectVersionTagging",
+}
+#: Parameters of an object write that IAM authorizes under one more action: an ACL
+#: ("To ... set the ACL ... you must have s3:PutObjectAcl") and tags (s3:PutObjectTagging)
+#: (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html, "Permissions").
+_S3_EXTRA_ACTIONS = (
+    (("ACL", "GrantFullControl", "GrantRead", "GrantReadACP", "GrantWriteACP"), "PutObjectAcl"),
+    (("Tagging",), "PutObjectTagging"),
+)
+_S3_OBJECT_WRITES = frozenset({"PutObject", "CopyObject", "CreateMultipartUpload"})
 
 #: What this module maps exactly (the rest: ``<prefix>:<Operation>`` on ``*``).
 EXACT_SERVICES = ("dynamodb", "sqs", "sns", "cloudwatch", "s3", "logs", "sts")
@@ -124,7 +155,44 @@ def queue_arn(url: str, account: str, region: str) -> str:
     return f"arn:aws:sqs:{found.group(1) if found else region}:{owner}:{name}"
 
 
+#: DynamoDB's PartiQL operations: where each request names its statements.
+_PARTIQL = {
+    "ExecuteStatement": lambda p: [p.get("Statement")],
+    "BatchExecuteStatement": lambda p: [s.get("Statement") for s in p.get("Statements") or []],
+    "ExecuteTransaction": lambda p: [s.get("Statement") for s in p.get("TransactStatements") or []],
+}
+#: A PartiQL statement's verb, and the table (and index) it names: ``SELECT ... FROM "T"."I"``,
+#: ``INSERT INTO "T"``, ``UPDATE "T"``, ``DELETE FROM "T"``; a name quoted (``""`` inside
+#: it is one quote) or bare.
+_NAME = r'(?:"((?:[^"]|"")+)"|([A-Za-z0-9_-]+))'
+_PARTIQL_TARGET = re.compile(
+    rf"^\s*(?:(SELECT|DELETE)\b.*?\bFROM|(INSERT)\s+INTO|(UPDATE))\s+{_NAME}(?:\s*\.\s*{_NAME})?",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _partiql(operation: str, params: Mapping[str, Any], account: str, region: str) -> list[Check]:
+    """PartiQL is authorized by each statement's verb on the table (or index) it names:
+    ``dynamodb:PartiQLSelect``, ``PartiQLInsert``, ``PartiQLUpdate``, ``PartiQLDelete``
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ql-iam.html). A
+    statement whose verb or table this cannot read is judged on ``*`` under its operation."""
+    checks = []
+    for statement in _PARTIQL[operation](params):
+        found = _PARTIQL_TARGET.match(statement) if isinstance(statement, str) else None
+        if found is None:
+            checks.append(Check(f"dynamodb:{operation}", "*"))
+            continue
+        verb = next(v for v in found.group(1, 2, 3) if v)
+        table = (found.group(4) or found.group(5) or "").replace('""', '"')
+        index = (found.group(6) or found.group(7) or "").replace('""', '"')
+        resource = table_arn(table, account, region) + (f"/index/{index}" if index else "")
+        checks.append(Check(f"dynamodb:PartiQL{verb.capitalize()}", resource))
+    return checks
+
+
 def _dynamodb(operation: str, params: Mapping[str, Any], account: str, region: str) -> list[Check]:
+    if operation in _PARTIQL:
+        return _partiql(operation, params, account, region)
     if operation == "TransactWriteItems":
         checks = []
         for element in params.get("TransactItems") or []:
@@ -178,7 +246,12 @@ def _sns(operation: str, params: Mapping[str, Any], account: str, region: str) -
 
 
 def _s3(operation: str, params: Mapping[str, Any], account: str, region: str) -> list[Check]:
-    action = "s3:" + _ACTION_OF.get(("s3", operation), operation)
+    named = operation
+    if params.get("VersionId") and operation in _S3_VERSION_ACTION:
+        named = _S3_VERSION_ACTION[operation]
+    elif operation == "HeadObject" and params.get("VersionId"):
+        named = "GetObjectVersion"
+    action = "s3:" + _ACTION_OF.get(("s3", named), named)
     bucket = params.get("Bucket")
     if not bucket:
         return [Check(action, "*")]
@@ -189,10 +262,29 @@ def _s3(operation: str, params: Mapping[str, Any], account: str, region: str) ->
             else [params["Key"]]
         )
         checks = [Check(action, f"arn:aws:s3:::{bucket}/{key}") for key in keys]
-        if operation == "CopyObject" and isinstance(params.get("CopySource"), str):
-            checks.append(Check("s3:GetObject", f"arn:aws:s3:::{params['CopySource'].lstrip('/')}"))
+        if operation in _S3_OBJECT_WRITES:
+            checks += [
+                Check(f"s3:{extra}", f"arn:aws:s3:::{bucket}/{params['Key']}")
+                for names, extra in _S3_EXTRA_ACTIONS
+                if any(params.get(name) for name in names)
+            ]
+        source = _copy_source(params.get("CopySource"))
+        if operation in ("CopyObject", "UploadPartCopy") and source is not None:
+            checks.append(Check(source[0], source[1]))
         return checks
     return [Check(action, f"arn:aws:s3:::{bucket}")]
+
+
+def _copy_source(source: Any) -> tuple[str, str] | None:
+    """The read a copy makes of its source, as (action, resource): a string
+    ``bucket/key[?versionId=...]`` or boto3's dict ``{"Bucket", "Key", "VersionId"}``."""
+    if isinstance(source, str):
+        path, _, query = source.lstrip("/").partition("?versionId=")
+        return ("s3:GetObjectVersion" if query else "s3:GetObject", f"arn:aws:s3:::{path}")
+    if isinstance(source, Mapping) and source.get("Bucket") and source.get("Key"):
+        action = "s3:GetObjectVersion" if source.get("VersionId") else "s3:GetObject"
+        return (action, f"arn:aws:s3:::{source['Bucket']}/{source['Key']}")
+    return None
 
 
 def _logs(operation: str, params: Mapping[str, Any], account: str, region: str) -> list[Check]:

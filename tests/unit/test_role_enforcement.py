@@ -439,3 +439,98 @@ def test_once_env_with_the_role_lets_a_staged_duplicate_read_its_record(template
         assert env.deliver(handler, [{"orderId": "o-1"}]).outcomes == [Outcome.PROCESSED]
         assert env.deliver(handler, [{"orderId": "o-1"}]).outcomes == [Outcome.DUPLICATE]
         assert env.dlq_messages() == []
+
+
+# --- calls IAM authorizes under other actions than their operation's name ----------------------
+# Both directions: what AWS takes is taken, what AWS refuses is refused.
+
+
+@pytest.mark.parametrize(
+    ("statement", "action", "resource"),
+    [
+        ('SELECT * FROM "Ledger" WHERE id = ?', "PartiQLSelect", _arn("Ledger")),
+        ('select a from Ledger."byAccount"', "PartiQLSelect", _arn("Ledger") + "/index/byAccount"),
+        ("INSERT INTO \"Ledger\" VALUE {'id': 'x'}", "PartiQLInsert", _arn("Ledger")),
+        ('UPDATE "Ledger" SET n = 1 WHERE id = ?', "PartiQLUpdate", _arn("Ledger")),
+        ('DELETE FROM "Ledger" WHERE id = ?', "PartiQLDelete", _arn("Ledger")),
+    ],
+)
+def test_partiql_is_judged_by_its_verb_on_the_table_it_names(
+    statement: str, action: str, resource: str
+) -> None:
+    """IAM authorizes PartiQL by verb (dynamodb:PartiQLSelect, ...) on the table or index
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ql-iam.html)."""
+    assert checks("dynamodb", "ExecuteStatement", {"Statement": statement}) == [
+        Check(f"dynamodb:{action}", resource)
+    ]
+    granted = _policy({"Effect": "Allow", "Action": f"dynamodb:{action}", "Resource": resource})
+    assert granted.authorize("dynamodb", "ExecuteStatement", {"Statement": statement}) is None
+    other = _policy({"Effect": "Allow", "Action": "dynamodb:ExecuteStatement", "Resource": "*"})
+    assert other.authorize("dynamodb", "ExecuteStatement", {"Statement": statement}) is not None
+
+
+def test_a_partiql_transaction_needs_each_statement_s_action() -> None:
+    params = {
+        "TransactStatements": [
+            {"Statement": 'UPDATE "Ledger" SET n = 1 WHERE id = ?'},
+            {"Statement": "INSERT INTO \"Audit\" VALUE {'id': 'x'}"},
+        ]
+    }
+    update = {"Effect": "Allow", "Action": "dynamodb:PartiQLUpdate", "Resource": _arn("Ledger")}
+    insert = {"Effect": "Allow", "Action": "dynamodb:PartiQLInsert", "Resource": _arn("Audit")}
+    assert _policy(update, insert).authorize("dynamodb", "ExecuteTransaction", params) is None
+    assert _policy(update).authorize("dynamodb", "ExecuteTransaction", params) is not None
+
+
+BUCKET_OBJECTS = "arn:aws:s3:::reports/*"
+
+
+@pytest.mark.parametrize(
+    "operation", ["CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"]
+)
+def test_every_step_of_a_multipart_upload_is_authorized_as_put_object(operation: str) -> None:
+    """ "Multipart upload API and permissions": s3:PutObject for each step
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html): CDK's
+    grant_put is enough for upload_fileobj past its threshold."""
+    params = {"Bucket": "reports", "Key": "r.csv", "UploadId": "u", "PartNumber": 1}
+    put = _policy({"Effect": "Allow", "Action": "s3:PutObject", "Resource": BUCKET_OBJECTS})
+    assert put.authorize("s3", operation, params) is None
+    assert _policy().authorize("s3", operation, params) is not None
+
+
+def test_list_parts_is_authorized_as_list_multipart_upload_parts() -> None:
+    params = {"Bucket": "reports", "Key": "r.csv", "UploadId": "u"}
+    assert checks("s3", "ListParts", params) == [
+        Check("s3:ListMultipartUploadParts", "arn:aws:s3:::reports/r.csv")
+    ]
+
+
+def test_a_versioned_get_needs_get_object_version_and_not_get_object() -> None:
+    """GetObject: "If you include a versionId ... you must have the s3:GetObjectVersion
+    permission ... The s3:GetObject permission is not required in this scenario"."""
+    params = {"Bucket": "reports", "Key": "r.csv", "VersionId": "v1"}
+    get = _policy({"Effect": "Allow", "Action": "s3:GetObject", "Resource": BUCKET_OBJECTS})
+    versioned = _policy(
+        {"Effect": "Allow", "Action": "s3:GetObjectVersion", "Resource": BUCKET_OBJECTS}
+    )
+    assert get.authorize("s3", "GetObject", params) is not None
+    assert versioned.authorize("s3", "GetObject", params) is None
+    assert get.authorize("s3", "GetObject", {"Bucket": "reports", "Key": "r.csv"}) is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "action"),
+    [
+        ({"ACL": "bucket-owner-full-control"}, "PutObjectAcl"),
+        ({"Tagging": "a=b"}, "PutObjectTagging"),
+    ],
+)
+def test_a_put_with_an_acl_or_tags_needs_their_action_too(
+    extra: dict[str, str], action: str
+) -> None:
+    """PutObject's permissions: an ACL needs s3:PutObjectAcl, tags s3:PutObjectTagging."""
+    params = {"Bucket": "reports", "Key": "r.csv", **extra}
+    put = {"Effect": "Allow", "Action": "s3:PutObject", "Resource": BUCKET_OBJECTS}
+    also = {"Effect": "Allow", "Action": f"s3:{action}", "Resource": BUCKET_OBJECTS}
+    assert _policy(put).authorize("s3", "PutObject", params) is not None
+    assert _policy(put, also).authorize("s3", "PutObject", params) is None
