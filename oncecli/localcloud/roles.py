@@ -106,6 +106,56 @@ _ACTION_OF = {
     ("s3", "CompleteMultipartUpload"): "PutObject",
     ("s3", "ListParts"): "ListMultipartUploadParts",
     ("s3", "ListMultipartUploads"): "ListBucketMultipartUploads",
+    ("s3", "SelectObjectContent"): "GetObject",
+    ("s3", "ListBuckets"): "ListAllMyBuckets",
+    # A bucket's configurations: S3's operation names are not its actions' (the Service
+    # Authorization Reference links each action to the API it authorizes:
+    # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html;
+    # tests/unit/test_iam_reference.py holds this table to it), and deleting one is
+    # authorized as putting it ("To use this operation, you must have permission to perform
+    # the s3:PutLifecycleConfiguration action", DeleteBucketLifecycle, and so on).
+    ("s3", "GetBucketAccelerateConfiguration"): "GetAccelerateConfiguration",
+    ("s3", "PutBucketAccelerateConfiguration"): "PutAccelerateConfiguration",
+    ("s3", "GetBucketAnalyticsConfiguration"): "GetAnalyticsConfiguration",
+    ("s3", "PutBucketAnalyticsConfiguration"): "PutAnalyticsConfiguration",
+    ("s3", "DeleteBucketAnalyticsConfiguration"): "PutAnalyticsConfiguration",
+    ("s3", "ListBucketAnalyticsConfigurations"): "GetAnalyticsConfiguration",
+    ("s3", "DeleteBucketCors"): "PutBucketCORS",
+    ("s3", "GetBucketEncryption"): "GetEncryptionConfiguration",
+    ("s3", "PutBucketEncryption"): "PutEncryptionConfiguration",
+    ("s3", "DeleteBucketEncryption"): "PutEncryptionConfiguration",
+    ("s3", "GetBucketIntelligentTieringConfiguration"): "GetIntelligentTieringConfiguration",
+    ("s3", "PutBucketIntelligentTieringConfiguration"): "PutIntelligentTieringConfiguration",
+    ("s3", "DeleteBucketIntelligentTieringConfiguration"): "PutIntelligentTieringConfiguration",
+    ("s3", "ListBucketIntelligentTieringConfigurations"): "GetIntelligentTieringConfiguration",
+    ("s3", "GetBucketInventoryConfiguration"): "GetInventoryConfiguration",
+    ("s3", "PutBucketInventoryConfiguration"): "PutInventoryConfiguration",
+    ("s3", "DeleteBucketInventoryConfiguration"): "PutInventoryConfiguration",
+    ("s3", "ListBucketInventoryConfigurations"): "GetInventoryConfiguration",
+    ("s3", "GetBucketLifecycle"): "GetLifecycleConfiguration",
+    ("s3", "GetBucketLifecycleConfiguration"): "GetLifecycleConfiguration",
+    ("s3", "PutBucketLifecycle"): "PutLifecycleConfiguration",
+    ("s3", "PutBucketLifecycleConfiguration"): "PutLifecycleConfiguration",
+    ("s3", "DeleteBucketLifecycle"): "PutLifecycleConfiguration",
+    ("s3", "GetBucketMetricsConfiguration"): "GetMetricsConfiguration",
+    ("s3", "PutBucketMetricsConfiguration"): "PutMetricsConfiguration",
+    ("s3", "DeleteBucketMetricsConfiguration"): "PutMetricsConfiguration",
+    ("s3", "ListBucketMetricsConfigurations"): "GetMetricsConfiguration",
+    ("s3", "GetBucketNotificationConfiguration"): "GetBucketNotification",
+    ("s3", "PutBucketNotificationConfiguration"): "PutBucketNotification",
+    ("s3", "DeleteBucketOwnershipControls"): "PutBucketOwnershipControls",
+    ("s3", "GetBucketReplication"): "GetReplicationConfiguration",
+    ("s3", "PutBucketReplication"): "PutReplicationConfiguration",
+    ("s3", "DeleteBucketReplication"): "PutReplicationConfiguration",
+    ("s3", "DeleteBucketTagging"): "PutBucketTagging",
+    ("s3", "GetObjectLockConfiguration"): "GetBucketObjectLockConfiguration",
+    ("s3", "PutObjectLockConfiguration"): "PutBucketObjectLockConfiguration",
+    ("s3", "GetPublicAccessBlock"): "GetBucketPublicAccessBlock",
+    ("s3", "PutPublicAccessBlock"): "PutBucketPublicAccessBlock",
+    ("s3", "DeletePublicAccessBlock"): "PutBucketPublicAccessBlock",
+    ("s3", "CreateBucketMetadataConfiguration"): "CreateBucketMetadataTableConfiguration",
+    ("s3", "GetBucketMetadataConfiguration"): "GetBucketMetadataTableConfiguration",
+    ("s3", "DeleteBucketMetadataConfiguration"): "DeleteBucketMetadataTableConfiguration",
 }
 #: An S3 object operation that names a version (``VersionId``) is authorized as its version
 #: action, not the plain one: "If you include a versionId in your request header, you must have
@@ -129,6 +179,14 @@ _S3_EXTRA_ACTIONS = (
     (("Tagging",), "PutObjectTagging"),
 )
 _S3_OBJECT_WRITES = frozenset({"PutObject", "CopyObject", "CreateMultipartUpload"})
+#: S3 operations IAM authorizes under another service's prefix (S3 Express One Zone, S3
+#: Object Lambda), judged on ``*`` (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateSession.html,
+#: .../API_ListDirectoryBuckets.html, .../API_WriteGetObjectResponse.html).
+_S3_ELSEWHERE = {
+    "CreateSession": "s3express:CreateSession",
+    "ListDirectoryBuckets": "s3express:ListAllMyDirectoryBuckets",
+    "WriteGetObjectResponse": "s3-object-lambda:WriteGetObjectResponse",
+}
 
 #: What this module maps exactly (the rest: ``<prefix>:<Operation>`` on ``*``).
 EXACT_SERVICES = ("dynamodb", "sqs", "sns", "cloudwatch", "s3", "logs", "sts")
@@ -246,6 +304,8 @@ def _sns(operation: str, params: Mapping[str, Any], account: str, region: str) -
 
 
 def _s3(operation: str, params: Mapping[str, Any], account: str, region: str) -> list[Check]:
+    if operation in _S3_ELSEWHERE:
+        return [Check(_S3_ELSEWHERE[operation], "*")]
     named = operation
     if params.get("VersionId") and operation in _S3_VERSION_ACTION:
         named = _S3_VERSION_ACTION[operation]
