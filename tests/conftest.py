@@ -353,6 +353,7 @@ def spy() -> Spy:
 #: the suite ends when its longest module does, not later.
 SLOW_FIRST = (
     "tests/chaos/test_harness_fifo.py",
+    "tests/chaos/test_harness_atomic.py",
     "tests/chaos/test_record_model.py",
     "tests/chaos/test_harness.py",
     "tests/chaos/test_message_model.py",
@@ -360,7 +361,7 @@ SLOW_FIRST = (
     "tests/localcloud/test_demo.py",
     "tests/localcloud/test_demo_fifo.py",
     "tests/localcloud/test_demo_dynamodb_local.py",
-    "tests/chaos/test_harness_atomic.py",
+    "tests/chaos/test_chain_model.py",
     "tests/localcloud/test_refunds_app.py",
     "tests/bench/test_retry_bench.py",
     "tests/localcloud/test_alarms_on_local_cloud.py",

@@ -30,7 +30,7 @@ from oncecli.errors import (
 )
 from oncecli.localcloud import engines
 from proof import example
-from proof.chaos import summary
+from proof.chaos import summary, twohop
 from proof.chaos.harness import (
     DEFAULT_RATES,
     IMPLEMENTATIONS,
@@ -65,10 +65,11 @@ KNOWN_IMPLEMENTATIONS = (
     "naive-unordered",
     "once-atomic",
     "once-staged",
+    "once-atomic-sns",
     "powertools-two-hop",
 )
 #: The consumers that must keep every invariant (the exit code says whether they did).
-ONCE_CONSUMERS = ("once", "once-nobackoff", "once-atomic", "once-staged")
+ONCE_CONSUMERS = ("once", "once-nobackoff", "once-atomic", "once-staged", "once-atomic-sns")
 _ALL_OFF = {k: 0.0 for k in DEFAULT_RATES} | {"skew": 0, "redrive": 0, "ttl_sweep": 0}
 #: The shortest ``--retention-s``: longer than an invocation can run from its claim to its
 #: business code, so that a retention window is something the invariants can judge.
@@ -84,8 +85,8 @@ EPILOG = epilog(
     EngineFailed,
     HarnessFailed,
     ExampleShadowed,
-    failure="once (with or without backoff, once-atomic or once-staged) violated an invariant "
-    "or lost a message",
+    failure="once (with or without backoff, once-atomic, once-staged or once-atomic-sns) "
+    "violated an invariant or lost a message",
 )
 
 
@@ -156,8 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
         "workload: the credit committed with attempt.write, a notification sent through the "
         "outbox to a second queue, applied by a second once consumer keyed on SOURCE_KEY), "
         'once-staged (the same business code built with effects="staged": no claim, one '
-        "write commits it), powertools-two-hop (the same workload written the documented way "
-        "with Powertools) "
+        "write commits it), once-atomic-sns (once-atomic with an SNS hop: hop 1 publishes to "
+        "a topic that feeds hop 2's queue, raw message delivery off), powertools-two-hop (the "
+        "same workload written the documented way with Powertools) "
         "(default: %(default)s)",
     )
     parser.add_argument(
@@ -174,6 +176,16 @@ def build_parser() -> argparse.ArgumentParser:
         "repeat after a record expired is allowed, within its window it is a violation "
         "(default: each consumer's own retention)",
     )
+    parser.add_argument(
+        "--reuse",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="once's two-hop consumers: send about SHARE of the first wave's payment ids again "
+        "in a third wave, once the harness let their hop-1 records' retention pass (each "
+        "done, expired and swept): new operations on old keys, while hop 2 keeps its records "
+        "of the first ones (default: %(default)s)",
+    )
     return parser
 
 
@@ -189,6 +201,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--implementations: unknown {', '.join(sorted(unknown))}; "
             f"choose from {', '.join(KNOWN_IMPLEMENTATIONS)}"
+        )
+    reusing = set(args.implementations.split(",")) - set(twohop.ONCE_EFFECTS)
+    if args.reuse and reusing:
+        raise UsageError(
+            f"--reuse is for once's two-hop consumers ({', '.join(twohop.ONCE_EFFECTS)}), "
+            f"not {', '.join(sorted(reusing))}: the one-hop ledger refuses an id's other amount"
         )
     example.require()  # before any engine starts: the harness runs the checkout's example
     if args.engine == "dynamodb-local":
@@ -276,6 +294,7 @@ def _run_all(
             history_dir=args.keep_history,
             fifo=args.fifo,
             retention_s=args.retention_s,
+            reuse=args.reuse,
         )
         per_fault: dict[str, list[Run]] = {}
         if args.per_fault:

@@ -20,6 +20,7 @@ import os
 import random
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -218,28 +219,33 @@ class Injector:
 
         self._register(hook)
 
-    def fail_sends(self, rate: float, queue_url: str) -> None:
-        """Refuse a share of the sends to ``queue_url`` (``SendMessage``, ``SendMessageBatch``)
-        with an error the SDK does not retry, as SQS does when the queue's key is not usable:
-        nothing is sent, the sender must send it again later."""
+    def fail_sends(self, rate: float, destination: str) -> None:
+        """Refuse a share of the sends to ``destination`` (a queue's URL: ``SendMessage``,
+        ``SendMessageBatch``; a topic's ARN: ``Publish``, ``PublishBatch``) with an error the
+        SDK does not retry, as SQS and SNS answer when the key that encrypts the queue or
+        topic is not usable: nothing is sent, the sender must send it again later."""
+        service = _service(destination)
+        refused = _SNS_SEND_REFUSED_BODY if service == "sns" else _SEND_REFUSED_BODY
 
         def hook(request: Any, **_: Any) -> AWSResponse | None:
-            if not _send_to(request, queue_url) or not self._dice.roll("send_failed", rate):
+            if not _send_to(request, destination) or not self._dice.roll("send_failed", rate):
                 return None
             self._count("send_failed")
             headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
-            return AWSResponse(request.url, 400, headers, _RawBody(_SEND_REFUSED_BODY))
+            return AWSResponse(request.url, 400, headers, _RawBody(refused))
 
-        self._register(hook, "sqs")
+        self._register(hook, service)
 
-    def duplicate_sends(self, rate: float, queue_url: str) -> None:
-        """Apply a share of the sends to ``queue_url`` for real, then drop the answer: the
-        SDK sends them again, and the queue holds each message twice (a standard queue does
-        not deduplicate). Only first attempts, so the retry always gets through."""
+    def duplicate_sends(self, rate: float, destination: str) -> None:
+        """Apply a share of the sends to ``destination`` (a queue's URL or a topic's ARN) for
+        real, then drop the answer: the SDK sends them again, and the message goes out twice
+        (a standard queue does not deduplicate; a standard topic publishes each request, each
+        with a message id, timestamp and signature of its own). Only first attempts, so the
+        retry always gets through."""
 
         def hook(request: Any, **_: Any) -> None:
             if (
-                not _send_to(request, queue_url)
+                not _send_to(request, destination)
                 or not _first_attempt(request)
                 or not self._dice.roll("send_duplicated", rate)
             ):
@@ -248,17 +254,41 @@ class Injector:
             self._count("send_duplicated")
             raise ConnectionClosedError(endpoint_url=request.url)
 
-        self._register(hook, "sqs")
+        self._register(hook, _service(destination))
 
 
 _SEND_REFUSED_BODY = (
     b'{"__type":"com.amazonaws.sqs#KmsAccessDenied",'
     b'"message":"The queue\'s KMS key is not usable (injected)"}'
 )
+#: SNS speaks the query protocol: its errors are XML (``KMSAccessDenied``: "The ciphertext
+#: references a key that doesn't exist or that you don't have access to", HTTP 400,
+#: https://docs.aws.amazon.com/sns/latest/api/API_Publish.html#API_Publish_Errors).
+_SNS_SEND_REFUSED_BODY = (
+    b'<ErrorResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><Error>'
+    b"<Type>Sender</Type><Code>KMSAccessDenied</Code>"
+    b"<Message>The topic's KMS key is not usable (injected)</Message></Error>"
+    b"<RequestId>injected</RequestId></ErrorResponse>"
+)
 
 
-def _send_to(request: Any, queue_url: str) -> bool:
-    """Whether a prepared SQS request (JSON protocol) sends to ``queue_url``."""
+def _service(destination: str) -> str:
+    """The service a destination of the outbox belongs to: a topic's ARN is SNS's."""
+    return "sns" if destination.startswith("arn:") and ":sns:" in destination else "sqs"
+
+
+def _send_to(request: Any, destination: str) -> bool:
+    """Whether a prepared request sends to ``destination``: an SQS send (JSON protocol) to
+    that queue's URL, or an SNS publish (query protocol) to that topic's ARN."""
+    if _service(destination) == "sns":
+        body = request.body or ""
+        try:
+            form = urllib.parse.parse_qs(body.decode() if isinstance(body, bytes) else body)
+        except (UnicodeDecodeError, TypeError):
+            return False
+        return form.get("Action") in (["Publish"], ["PublishBatch"]) and form.get("TopicArn") == [
+            destination
+        ]
     if _header(request, "X-Amz-Target").rsplit(".", 1)[-1] not in (
         "SendMessage",
         "SendMessageBatch",
@@ -268,7 +298,7 @@ def _send_to(request: Any, queue_url: str) -> bool:
         body = json.loads(request.body or b"{}")
     except ValueError:
         return False
-    return bool(body.get("QueueUrl") == queue_url)
+    return bool(body.get("QueueUrl") == destination)
 
 
 def _replay(http: urllib3.PoolManager, request: Any) -> None:

@@ -35,13 +35,14 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from once import constants as c
 from oncecli import redrive
 from oncecli.aws import create_queue_with_dlq, create_table, local_client, queue_depth
 from proof import example
 from proof.chaos import invariants, retrytimes, twohop
 from proof.chaos.faults import owe
 from proof.chaos.probe import History
-from proof.chaos.traffic import HID, Send, Workload, build, harness_id
+from proof.chaos.traffic import HID, REUSE_WAVE, Send, Workload, add_reuse, build, harness_id
 from proof.chaos.worker import WorkerSpec, run
 from proof.errors import HarnessFailed
 from proof.ledger import read_ledger
@@ -65,6 +66,7 @@ TTL_ATTRIBUTES = {
     "naive-unordered": "expires_at",
     "once-atomic": "expires_at",
     "once-staged": "expires_at",
+    "once-atomic-sns": "expires_at",
     "powertools-two-hop": "expiration",
 }
 #: How long a DynamoDB outage window stays open.
@@ -112,6 +114,39 @@ class Run:
     #: The DynamoDB API calls the workers made, by operation, from the invocations that
     #: returned (a killed one's are not counted).
     dynamodb_calls: dict[str, int] = field(default_factory=dict)
+    #: Where the run's history and final state were kept ("": deleted with the run).
+    history: str = ""
+
+    def figures(self) -> str:
+        """The run's figures, for a person reading why a check of it failed: deliveries,
+        every violation count, lost, owed, the faults fired and the workload sent, the
+        outcomes, and the run's time, with where its history was kept."""
+        broken = {name: n for name, n in self.violations.items() if n}
+        fired = {
+            name: n
+            for name, n in sorted(self.faults.items())
+            if n and not name.startswith("workload_")
+        }
+        sent = {
+            name.removeprefix("workload_"): n
+            for name, n in sorted(self.faults.items())
+            if name.startswith("workload_")
+        }
+        lines = [
+            f"{self.impl}: {self.deliveries} deliveries, {self.executions} business executions "
+            f"({self.executions - self.unique_executed} beyond one per key), "
+            f"{self.seconds:.1f} s",
+            f"  violations: {broken or 'none'} (checked: {', '.join(self.violations)})",
+            f"  lost {self.lost}, owed at the end {self.violations.get('owed_at_end', '-')}",
+            f"  faults fired: {fired}",
+            f"  workload sent: {sent} ({sum(sent.values())} messages)",
+        ]
+        if self.notifications:
+            lines.append(f"  hop 2: {self.notifications}")
+        if self.outcomes:
+            lines.append(f"  outcomes: {dict(sorted(self.outcomes.items()))}")
+        lines.append(f"  history: {self.history or 'not kept (pass history_dir to keep it)'}")
+        return "\n".join(lines)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -142,18 +177,24 @@ def _clients(endpoints: Endpoints) -> tuple[Any, Any]:
 
 def _make_resources(
     impl: str, tag: str, endpoints: Endpoints, *, fifo: bool
-) -> tuple[str, str, dict, tuple[str, str]]:
+) -> tuple[str, str, dict, tuple[str, str, str]]:
     """The queue and its DLQ, the tables, and for a two-hop consumer the notifications
-    queue and its DLQ (standard queues, whatever the source's kind; else ``("", "")``)."""
+    queue and its DLQ (standard queues, whatever the source's kind) and, for one whose hop 1
+    publishes to SNS, the topic that feeds that queue (else ``""``; a one-hop consumer:
+    ``("", "", "")``)."""
     sqs, ddb = _clients(endpoints)
     queue, dlq = create_queue_with_dlq(
         sqs, tag, visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE, fifo=fifo
     )
-    notify = ("", "")
+    notify = ("", "", "")
     if impl in twohop.IMPLEMENTATIONS:
-        notify = create_queue_with_dlq(
+        notify_url, notify_dlq = create_queue_with_dlq(
             sqs, f"{tag}-notify", visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE
         )
+        topic = ""
+        if impl in twohop.SNS_IMPLEMENTATIONS:
+            topic = _subscribe_raw_off(local_client("sns", endpoints.sqs), sqs, tag, notify_url)
+        notify = (notify_url, notify_dlq, topic)
     tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
     for name in tables.values():
         create_table(ddb, name)
@@ -162,6 +203,34 @@ def _make_resources(
     # (expired items vanish within seconds) whose deletes the harness could neither count
     # nor hold to that condition.
     return queue, dlq, tables, notify
+
+
+def _subscribe_raw_off(sns: Any, sqs: Any, tag: str, queue_url: str) -> str:
+    """A standard topic on moto's SNS, and ``queue_url`` subscribed to it with raw message
+    delivery off (SNS's default, and CDK's ``SqsSubscription``'s): each publish reaches the
+    queue as SNS's notification document (``Type``, ``MessageId``, ``TopicArn``, ``Message``,
+    ``Timestamp``, ``SignatureVersion``, ``Signature``, ``SigningCertURL``, ``UnsubscribeURL``,
+    ``MessageAttributes`` as ``{"Type", "Value"}``), a message id, timestamp and signature of
+    its own on every publish, and no SQS message attributes
+    (https://docs.aws.amazon.com/sns/latest/dg/sns-sqs-as-subscriber.html). Returns the
+    topic's ARN; refuses to go on if the subscription is not what it asked for."""
+    topic = sns.create_topic(Name=f"{tag}-notify")["TopicArn"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    subscription = sns.subscribe(
+        TopicArn=topic,
+        Protocol="sqs",
+        Endpoint=queue_arn,
+        Attributes={"RawMessageDelivery": "false"},
+        ReturnSubscriptionArn=True,
+    )["SubscriptionArn"]
+    raw = sns.get_subscription_attributes(SubscriptionArn=subscription)["Attributes"].get(
+        "RawMessageDelivery", "false"
+    )
+    if str(raw).lower() != "false":
+        raise HarnessFailed(f"the SNS subscription of {queue_url} delivers raw ({raw})")
+    return str(topic)
 
 
 def _send(sqs: Any, queue: str, sends: list[Send], *, fifo: bool) -> None:
@@ -186,16 +255,19 @@ def _send(sqs: Any, queue: str, sends: list[Send], *, fifo: bool) -> None:
             )
 
 
-def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
+def _ttl_sweep(
+    ddb: Any, table: str, attribute: str, swept: Callable[[str, bool], None] | None = None
+) -> int:
     """Delete what DynamoDB's TTL would: items whose TTL attribute is in the past.
 
     Each delete is conditional on the item being past its TTL still, as DynamoDB's own TTL
     deletes are: between the scan and the delete a consumer may claim the expired record
     again, and an unconditional delete would then remove a live lease, letting a second
-    owner in that no consumer caused."""
+    owner in that no consumer caused. ``swept`` is told the id of each item it deleted, and
+    whether it still held an outbox (once's records: what it owed is gone with it)."""
     now = {":now": {"N": str(int(time.time()))}}
     names = {"#t": attribute}
-    swept = 0
+    deleted = 0
     for page in ddb.get_paginator("scan").paginate(
         TableName=table,
         FilterExpression="#t < :now",
@@ -213,8 +285,10 @@ def _ttl_sweep(ddb: Any, table: str, attribute: str) -> int:
                 )
             except ddb.exceptions.ConditionalCheckFailedException:
                 continue  # written again since the scan: live, not swept
-            swept += 1
-    return swept
+            deleted += 1
+            if swept is not None:
+                swept(item[c.ATTR_ID]["S"], c.ATTR_OUTBOX in item)
+    return deleted
 
 
 class _SweepOwed:
@@ -256,6 +330,69 @@ class _SweepOwed:
         )
 
 
+def _expire_for_reuse(
+    ddb: Any,
+    table: str,
+    prefix: str,
+    keys: list[str],
+    attribute: str,
+    events: History,
+    sweep: Callable[[], int],
+) -> set[str]:
+    """Let hop 1's retention pass for the records of ``keys`` (the reuse wave's ids,
+    ``traffic.add_reuse``), as a clock would: each one's TTL attribute is set an hour into
+    the past, so that once counts it absent (its claim condition: ``expires_at < now``), and
+    the sweep deletes it as DynamoDB's TTL would. Only a record whose operation is over
+    (COMPLETED, owing no outbox), and only once the queues drained: nothing is in flight on
+    it. Each one is recorded (``expired``, with the key) for the checks that judge a record's
+    lifetime. Returns the keys expired; a record in another state (its payment parked in
+    the DLQ, say) is left as it is, and its key is not used again.
+
+    Why not a short retention for every record (``--retention-s``): under load a message
+    whose deliveries keep failing stays away longer than a short retention, and its record
+    expires while its operation is unfinished, even while it still owes its outbox: the
+    design forbids that configuration (a record outlives its messages), and what it makes
+    (an operation run again, a notification never sent) would bury what this wave is for.
+    Expiring these records exactly, once done, makes every reuse send a new operation on an
+    old key, by construction."""
+    past = {":past": {"N": str(int(time.time()) - 3600)}}
+    expired: set[str] = set()
+    for key in dict.fromkeys(keys):
+        record = f"{prefix}#{key}"
+        try:
+            ddb.update_item(
+                TableName=table,
+                Key={c.ATTR_ID: {"S": record}},
+                UpdateExpression="SET #t = :past",
+                ConditionExpression="#status = :completed AND attribute_not_exists(#outbox)",
+                ExpressionAttributeNames={
+                    "#t": attribute,
+                    "#status": c.ATTR_STATUS,
+                    "#outbox": c.ATTR_OUTBOX,
+                },
+                ExpressionAttributeValues={**past, ":completed": {"S": c.STATUS_COMPLETED}},
+            )
+        except ddb.exceptions.ConditionalCheckFailedException:
+            continue
+        events.add("expired", item=record, key=key)
+        expired.add(key)
+    sweep()
+    left = [
+        key
+        for key in expired
+        if "Item"
+        in ddb.get_item(
+            TableName=table, Key={c.ATTR_ID: {"S": f"{prefix}#{key}"}}, ConsistentRead=True
+        )
+    ]
+    if left:
+        raise HarnessFailed(
+            f"{len(left)} records past their expiry (e.g. {prefix}#{left[0]}) were not swept: "
+            "the DynamoDB engine's scan does not see the expiry times the harness wrote"
+        )
+    return expired
+
+
 def _holds_items(ddb: Any, table: str) -> bool:
     return bool(ddb.scan(TableName=table, Select="COUNT", Limit=1)["Count"])
 
@@ -270,7 +407,20 @@ def _drain_dlq(
 ) -> set[str]:
     """The harness ids (or other ``ids``) the DLQ holds at the end, deleted as they are read
     (a FIFO queue hands out no more of a group while its messages are in flight)."""
-    hids: set[str] = set()
+    return set(_drain_dlq_counts(sqs, dlq, ids))
+
+
+def _drain_dlq_counts(
+    sqs: Any,
+    dlq: str,
+    ids: Callable[[dict[str, Any]], str | None] = harness_id,
+    quarantined: dict[str, int] | None = None,
+) -> dict[str, int]:
+    """``_drain_dlq``, with how many messages the DLQ held of each id. With ``quarantined``,
+    the messages once sent there itself (they carry ``once.reason``: a CONFLICT, a message
+    it cannot read) are counted there instead, apart from those SQS moved after
+    ``maxReceiveCount`` deliveries."""
+    hids: dict[str, int] = {}
     while True:
         messages = sqs.receive_message(
             QueueUrl=dlq,
@@ -280,7 +430,16 @@ def _drain_dlq(
         ).get("Messages", [])
         if not messages:
             return hids
-        hids |= {found for found in map(ids, messages) if found is not None}
+        for message in messages:
+            found = ids(message)
+            if found is None:
+                continue
+            into = hids
+            if quarantined is not None and c.QUARANTINE_ATTR_REASON in (
+                message.get("MessageAttributes") or {}
+            ):
+                into = quarantined
+            into[found] = into.get(found, 0) + 1
         sqs.delete_message_batch(
             QueueUrl=dlq,
             Entries=[
@@ -418,7 +577,9 @@ def run_consumer(
     example.require()
     started = time.monotonic()
     tag = f"chaos-{impl}-{seed}-{random.Random().randrange(10**6)}"
-    queue, dlq, tables, (notify, notify_dlq) = _make_resources(impl, tag, endpoints, fifo=fifo)
+    queue, dlq, tables, (notify, notify_dlq, topic) = _make_resources(
+        impl, tag, endpoints, fifo=fifo
+    )
     history_path = workdir / f"{tag}.jsonl"
     outage_flag = workdir / f"{tag}.outage"
     outage_armed = workdir / f"{tag}.outage-armed"
@@ -449,6 +610,7 @@ def run_consumer(
             owed=str(owed),
             notify_url=notify,
             notify_dlq_url=notify_dlq,
+            notify_topic=topic,
         )
         for i in range(workers)
     ]
@@ -463,14 +625,22 @@ def run_consumer(
     harness_events = History(str(history_path), "harness")
     extra = {"redriven": 0, "ttl_swept": 0, "respawns": 0, "outage_windows": 0}
     notify_redriven = 0
+    swept_records: list[tuple[str, bool]] = []  # (id, whether it still owed its outbox)
+    never_sent: set[str] = set()  # reuse sends left out: their record could not expire
+    prefix = _once_prefix(impl)
 
     def sweep() -> int:
-        swept = _ttl_sweep(ddb, tables["idempotency"], TTL_ATTRIBUTES[impl])
+        swept = _ttl_sweep(
+            ddb,
+            tables["idempotency"],
+            TTL_ATTRIBUTES[impl],
+            lambda record, owing: swept_records.append((record, owing)),
+        )
         extra["ttl_swept"] += swept
         return swept
 
     try:
-        for wave in (0, 1):
+        for wave in range(max(s.wave for s in work.sends) + 1):
             pending = [s for s in work.sends if s.wave == wave]
             quiet = 0
             last_sweep = time.monotonic()
@@ -480,6 +650,24 @@ def run_consumer(
                 sweep,
                 lambda: _holds_items(ddb, tables["idempotency"]),
             )
+            if wave == REUSE_WAVE:
+                # The reuse wave uses ids again once their records' retention has passed (a
+                # peer's records are not once's: none is expired, the wave is left out).
+                expired: set[str] = set()
+                if prefix is not None:
+                    expired = _expire_for_reuse(
+                        ddb,
+                        tables["idempotency"],
+                        prefix,
+                        [s.key for s in pending],
+                        TTL_ATTRIBUTES[impl],
+                        harness_events,
+                        sweep,
+                    )
+                skipped = [s for s in pending if s.key not in expired]
+                never_sent |= {s.hid for s in skipped}
+                pending = [s for s in pending if s.key in expired]
+                extra["reuse_skipped"] = len({s.key for s in skipped})
             while pending or quiet < 3 or owed_sweep.waits(extra["ttl_swept"]):
                 depth = queue_depth(sqs, queue).total
                 if notify:
@@ -524,15 +712,49 @@ def run_consumer(
     extra["respawns"] = supervisor.respawns
     extra["outage_windows"] = outages.opened
     history = [json.loads(line) for line in history_path.read_text().splitlines() if line]
+    # What this consumer's run sent (the workload is shared by the consumers of a run).
+    work = Workload([s for s in work.sends if s.hid not in never_sent], work.payments)
     final = _final_state(work, sqs, ddb, dlq, tables)
     two_hop = None
     if notify:
         two_hop = twohop.read_state(
             ddb, tables["ledger"], tables["idempotency"], _once_prefix(impl)
         )
-        two_hop.notify_dlq = _drain_dlq(sqs, notify_dlq, twohop.notification_id)
+        # Hop 2's DLQ: what SQS moved there after its deliveries failed waits for a person;
+        # what once sent there itself (no hop-2 quarantine is ever due) does not.
+        two_hop.notify_dlq_counts = _drain_dlq_counts(
+            sqs, notify_dlq, twohop.notification_id, two_hop.notify_quarantined
+        )
+        two_hop.notify_dlq = set(two_hop.notify_dlq_counts)
         two_hop.notify_left = _left_unapplied(sqs, notify, two_hop.notified)
         two_hop.parked = {final.keys[h] for h in final.in_dlq if h in final.keys}
+        # Hop 1's records that expired: swept by the harness, or replaced by a claim past
+        # their retention (the probe's ``record_replaced``); and whether each still owed.
+        replaced = [(e["item"], e["owing"]) for e in history if e["e"] == "record_replaced"]
+        for record, owing in swept_records + replaced:
+            if prefix is None or not record.startswith(f"{prefix}#"):
+                continue
+            payment = record.removeprefix(f"{prefix}#")
+            two_hop.expired.add(payment)
+            if owing:
+                two_hop.expired_owing[payment] = two_hop.expired_owing.get(payment, 0) + 1
+        acked = {e["hid"] for e in history if e["e"] == "ack"}
+        for e in history:
+            if e["e"] == "expired":  # the harness let the record's retention pass
+                two_hop.expired.add(e["key"])
+                two_hop.harness_expired[e["key"]] = two_hop.harness_expired.get(e["key"], 0) + 1
+        two_hop.reused = {s.key for s in work.sends if s.kind == "reuse"}
+        two_hop.reuse_acked = {s.key for s in work.sends if s.kind == "reuse" and s.hid in acked}
+        two_hop.notify_conflicts = sum(
+            e["counts"].get("conflict", 0) for e in history if e["e"] == "outcomes2"
+        )
+        if retention_s is not None or two_hop.harness_expired:
+            # A payment id may be credited anew past its record's retention (another amount,
+            # maybe): each account's balance is then the sum of every credit of its entries.
+            final.ledger_entries = {
+                payment: {"account": account, "amount": two_hop.total(payment)}
+                for payment, (account, _, _) in two_hop.entries.items()
+            }
     # Beside the history, what the run left behind: the two together are the evidence.
     (workdir / f"{tag}.final.json").write_text(
         json.dumps(
@@ -570,10 +792,24 @@ def run_consumer(
             "executions": sum(1 for e in history if e["e"] == "exec2"),
             "acknowledged": sum(1 for e in history if e["e"] == "ack2"),
             "in_dlq": len(two_hop.notify_dlq),
+            "quarantined": sum(two_hop.notify_quarantined.values()),
             # payments parked in hop 1's DLQ whose record still owes its notification
             "owed_in_source_dlq": len(two_hop.parked & two_hop.owing_payments()),
             "redriven": notify_redriven,
         }
+        if two_hop.reused:
+            # The ids used again past hop 1's retention: their second operations, each
+            # credited and notified on its own (``reuse_not_applied`` judges them).
+            result.notifications |= {
+                "reused": len(two_hop.reused),
+                "reuse_acknowledged": len(two_hop.reuse_acked),
+                "reuse_applied_downstream": sum(
+                    1 for key in two_hop.reused if two_hop.notified.get(key, 0) >= 2
+                ),
+            }
+        if two_hop.expired_owing:
+            # Notifications no one owes any more: their records expired owing them.
+            result.notifications["expired_owing"] = sum(two_hop.expired_owing.values())
     result.lost = result.violations["lost"]
     if result.lost:
         # A lost message no worker ever received is the queue engine's loss, not the
@@ -650,6 +886,7 @@ def chaos(
     fifo: bool = False,
     retention_s: int | None = None,
     side_by_side: bool = False,
+    reuse: float = 0.0,
 ) -> list[Run]:
     """Every consumer, one after the other, under the same workload and fault plan.
 
@@ -658,11 +895,19 @@ def chaos(
     ``side_by_side``: the consumers run at the same time, each on its own queues and tables
     (a run mostly waits on visibility timeouts and backoffs): the same verdicts sooner,
     but their timings measure a shared machine, so the command runs them one by one.
+    ``reuse``: about that share of the first wave's payment ids is sent again in a third
+    wave (``traffic.add_reuse``), once the harness let their records' retention pass
+    (``_expire_for_reuse``): new operations on old keys (once's consumers only); on the
+    two-hop workload, hop 2's records of the first operations are still live then (hop 2
+    keeps once's default retention).
     Each consumer's history is a JSON-lines file; it is kept in ``history_dir`` if given
-    (to read the events behind a violation), and deleted with the run otherwise.
+    (to read the events behind a violation; ``Run.history`` says where), and deleted with
+    the run otherwise.
     """
     # Redeliveries add about a third on top of the messages sent.
     work = build(max(20, int(deliveries / 1.3)), seed)
+    if reuse:
+        add_reuse(work, reuse)
     plan = DEFAULT_RATES | (rates or {})
     with tempfile.TemporaryDirectory(prefix="once-chaos-") as tmp:
         workdir = (history_dir or Path(tmp)).resolve()
@@ -680,6 +925,10 @@ def chaos(
             retention_s=retention_s,
         )
         if not side_by_side:
-            return [run(impl) for impl in implementations]
-        with ThreadPoolExecutor(len(implementations), thread_name_prefix="chaos") as pool:
-            return list(pool.map(run, implementations))
+            done = [run(impl) for impl in implementations]
+        else:
+            with ThreadPoolExecutor(len(implementations), thread_name_prefix="chaos") as pool:
+                done = list(pool.map(run, implementations))
+        for each in done:
+            each.history = str(workdir) if history_dir else ""
+        return done

@@ -13,10 +13,18 @@ History events (dicts, one JSON line each; every one has ``t``, when it was writ
 - ``claim``: ``item``, ``claim``, ``sent``, ``landed``, ``lease_ms`` (None: no lease)
 - ``finalize``: ``item``, ``claim``, ``op`` (complete, fail, delete), ``result``, ``sent``,
   ``landed``
+- ``finalize_sent``: a finalize leaving, answered or not: ``item``, ``claim``, ``sent``
+- ``record_replaced``: a claim replaced a COMPLETED record, past its retention: ``item``,
+  ``claim``, ``owing`` (the record still owed its outbox, which the claim removed)
+- ``expired``: the harness let a record's retention pass (its TTL attribute set in the
+  past, once its operation was over and the queues drained), for the reuse wave: ``item``,
+  ``key``
 - ``deliver``: a worker received messages: ``hids`` (harness ids, in batch order)
 - ``exec``: business code started: ``key``, ``hash``, ``message``
 - ``credit``: the ledger answered: ``key``, ``applied`` (now or earlier)
 - ``ack``: a message was deleted from the queue as done: ``hid`` (harness id)
+- ``delete_sent``: a worker sent the delete of messages its consumer said were done:
+  ``hids``
 - ``redrive``: the harness moved the DLQ back to the queue: ``hids`` (the ids moved); its
   ``t`` is read before the move starts
 """
@@ -74,6 +82,15 @@ def _claims_by_item(history: list[Event]) -> dict[str, list[Event]]:
     return claims
 
 
+def _expiries(history: list[Event]) -> dict[str, list[int]]:
+    """item -> when the harness let its record's retention pass (``expired`` events: the
+    reuse wave's records, expired once their operation was over and the queues drained)."""
+    found: dict[str, list[int]] = defaultdict(list)
+    for e in _by(history, "expired"):
+        found[e["item"]].append(e["t"])
+    return found
+
+
 def _window_ns(retention_s: float, skew_ms: float) -> float:
     """How long a record kept ``retention_s`` surely lives past a time before its expiry
     was computed: the retention, less the expiry's flooring to a whole second and the skew
@@ -92,12 +109,16 @@ def one_completed_result(
     its own claim landed within (N - 1) s - ``skew_ms`` of that. The expiry was computed
     after the opener's claim landed, floored to a whole second, on a clock that may be
     skewed; a later claim succeeds only past it, on its own skewed clock. A completion not
-    counted opens the next window.
+    counted opens the next window. Either way a record's lifetime also ends where the harness
+    let its retention pass (``expired``, the reuse wave's records): a completion claimed
+    after that is the next lifetime's first.
     """
     claim_landed: dict[tuple[str, str], int] = {}
+    claim_sent: dict[tuple[str, str], int] = {}
     for e in _by(history, "claim"):
         at = (e["item"], e["claim"])
         claim_landed[at] = min(claim_landed.get(at, e["landed"]), e["landed"])
+        claim_sent[at] = min(claim_sent.get(at, e["sent"]), e["sent"])
     completions: dict[str, dict[str, Event]] = defaultdict(dict)  # item -> claim -> finalize
     for f in _by(history, "finalize"):
         if f["op"] != "complete":
@@ -105,10 +126,20 @@ def one_completed_result(
         mine = completions[f["item"]]
         if f["claim"] not in mine or f["landed"] < mine[f["claim"]]["landed"]:
             mine[f["claim"]] = f
+    expiries = _expiries(history)
     count = 0
     for item, by_claim in completions.items():
         if retention_s is None:
-            count += len(by_claim) - 1
+            # One completion per lifetime of the record: a lifetime ends where the harness
+            # let its retention pass (``expired``), and a completion whose claim was sent
+            # after that belongs to the next.
+            lives: dict[int, int] = defaultdict(int)
+            for f in by_claim.values():
+                at = (item, f["claim"])
+                sent_at: int = claim_sent[at] if at in claim_sent else f["sent"]
+                ended = [t for t in expiries.get(item, []) if t < sent_at]
+                lives[len(ended)] += 1
+            count += sum(n - 1 for n in lives.values())
             continue
         window = _window_ns(retention_s, skew_ms)
         opened: int | None = None  # the window's claim landing (None: not in the history)
@@ -116,7 +147,10 @@ def one_completed_result(
             claimed = claim_landed.get((item, f["claim"]))
             # A claim missing from the history was applied before its finalize was sent.
             applied_by = f["sent"] if claimed is None else claimed
-            if n and opened is not None and applied_by < opened + window:
+            renewed = opened is not None and any(
+                opened < t < applied_by for t in expiries.get(item, ())
+            )
+            if n and opened is not None and applied_by < opened + window and not renewed:
                 count += 1
             else:
                 opened = claimed
@@ -151,10 +185,15 @@ def two_live_owners(history: list[Event], skew_ms: float) -> int:
     landed (so it was surely applied after it) and must have landed while the earlier
     lease was live: from the earlier claim's send time for ``lease_ms`` less the largest
     clock skew, and until the earlier claim sent its finalize. A process stopped between
-    a write and its answer therefore never counts against a consumer.
+    a write and its answer therefore never counts against a consumer. Nor does one killed
+    between them: a finalize counts from its send (``finalize_sent``), answered or not,
+    because a write in flight when its process dies may still land (a poison payment's
+    FAILED, which frees the record for the next claim at once).
     """
     released: dict[tuple[str, str], int] = {}
-    for f in _by(history, "finalize"):
+    for f in history:
+        if f["e"] not in ("finalize", "finalize_sent"):
+            continue
         key = (f["item"], f["claim"])
         released[key] = min(released.get(key, f["sent"]), f["sent"])
     claims = _claims_by_item(history)
@@ -180,9 +219,16 @@ def two_live_owners(history: list[Event], skew_ms: float) -> int:
 
 
 def lost_hids(history: list[Event], final: FinalState) -> set[str]:
-    """The harness ids of messages neither done (acknowledged) nor in the DLQ."""
-    acked = {e["hid"] for e in _by(history, "ack")}
-    return final.sent - acked - final.in_dlq
+    """The harness ids of messages neither done (acknowledged) nor in the DLQ.
+
+    A message whose delete a worker sent after the consumer's success counts as done, its
+    ``ack`` recorded or not: the run ends once the queue is empty, so such a message was
+    deleted, by that delete or by a later delivery's (a worker deletes only what its
+    consumer says is done); and the harness stops the workers then, so one may be killed
+    between its delete's landing and its ``ack``."""
+    done = {e["hid"] for e in _by(history, "ack")}
+    done |= {hid for e in _by(history, "delete_sent") for hid in e["hids"]}
+    return final.sent - done - final.in_dlq
 
 
 def lost(history: list[Event], final: FinalState) -> int:
@@ -203,13 +249,20 @@ def mismatch_executed(
     ``retention_s`` N the record may be gone, and another payload may run, from the run
     that fixed the current payload + (N - ``longest_run_s`` - 1) s - ``skew_ms`` on: that
     record was claimed at most ``longest_run_s`` before its business code ran. Such a run
-    fixes its own payload, and the next window is measured from it.
+    fixes its own payload, and the next window is measured from it. A run after the harness
+    let the record's retention pass (``expired``) may carry another payload too.
     """
     fixed: dict[str, Event] = {}  # key -> the run that fixed its current payload
+    expiries: dict[str, list[int]] = defaultdict(list)  # key -> the harness's expiries
+    for x in _by(history, "expired"):
+        expiries[x["key"]].append(x["t"])
     count = 0
     for e in sorted(_by(history, "exec"), key=lambda e: e["t"]):
         first = fixed.setdefault(e["key"], e)
         if first["hash"] == e["hash"]:
+            continue
+        if any(first["t"] < t < e["t"] for t in expiries.get(e["key"], ())):
+            fixed[e["key"]] = e  # the record's retention passed between: a new payload
             continue
         claimed_from = first["t"] - longest_run_s * _NS_PER_S
         if retention_s is not None and e["t"] >= claimed_from + _window_ns(retention_s, skew_ms):
@@ -341,6 +394,8 @@ TWO_HOP_INVARIANTS = (
     "credit_twice",
     "notified_not_once",
     "owed_at_end",
+    "reuse_not_applied",
+    "notify_conflict",
 )
 
 
@@ -349,10 +404,11 @@ def credit_partial(state: Any, *, retention_s: float | None = None) -> int:
     amounts, each as many times as it was applied (an entry without its balance change, or
     a balance change without its entry). Per payment, for once's records: an entry whose
     record is not COMPLETED, or a COMPLETED record without its entry (a record swept with
-    its retention is not judged)."""
+    its retention is not judged, nor one not COMPLETED whose key's earlier record expired:
+    the entry then holds that earlier operation's credit)."""
     expected: dict[str, int] = defaultdict(int)
-    for account, amount, applied in state.entries.values():
-        expected[account] += amount * applied
+    for payment_id, (account, _, _) in state.entries.items():
+        expected[account] += state.total(payment_id)
     count = sum(
         1
         for account in set(expected) | set(state.balances)
@@ -361,36 +417,49 @@ def credit_partial(state: Any, *, retention_s: float | None = None) -> int:
     if state.records is not None:
         credited = {key for key, (_, _, applied) in state.entries.items() if applied}
         for key, status in state.records.items():
-            if (status == "COMPLETED") != (key in credited):
+            if status == "COMPLETED" and key not in credited:
+                count += 1
+            elif status != "COMPLETED" and key in credited and key not in state.expired:
+                # Unless an earlier record of the key expired (swept, or replaced by a claim
+                # past its retention): its operation's credit stays, under the new one's
+                # record, still running or failed.
                 count += 1
         if retention_s is None:
-            count += len(credited - set(state.records))
+            count += len(credited - set(state.records) - state.expired)
     return count
 
 
 def credit_twice(state: Any, *, retention_s: float | None = None) -> int:
-    """A payment credited more than once: its entry's count is above 1. With a retention
-    the record of a payment may be swept and the payment credited anew by design; then
-    ``one_completed_result`` stands for this check (once commits each credit with its
-    record's completion), and this one counts nothing."""
+    """A payment credited more than once: its entry's count is above 1, and above 1 more
+    for each time the harness let its record's retention pass (the reuse wave: a new
+    operation on the key). With a retention the record of a payment may be swept and the
+    payment credited anew by design; then ``one_completed_result`` stands for this check
+    (once commits each credit with its record's completion), and this one counts nothing."""
     if retention_s is not None:
         return 0
-    return sum(1 for _, _, applied in state.entries.values() if applied > 1)
+    expired = getattr(state, "harness_expired", {})
+    return sum(
+        1 for key, (_, _, applied) in state.entries.items() if applied > 1 + expired.get(key, 0)
+    )
 
 
 def notified_not_once(state: Any) -> int:
-    """Each credited payment's notification is applied by hop 2 exactly once: not zero times
-    (unless it waits for a person: the notification in hop 2's DLQ, or the payment message
-    in hop 1's DLQ while its record owes the notification), never twice; and no
-    notification is applied for a payment never credited."""
-    credited = {key for key, (_, _, applied) in state.entries.items() if applied}
-    waiting = state.notify_dlq | (state.parked & state.owing_payments())
+    """Every operation's notification is applied by hop 2 exactly once: a payment credited N
+    times (its entry's ``applied``: one operation, or more when its id was used again after
+    its record's retention) is notified N times, never more, and never fewer unless the
+    missing ones wait for a person (in hop 2's DLQ; or the payment message in hop 1's DLQ
+    while its record owes the notification) or were owed by a record that expired owing
+    them (``expired_owing``: a retention shorter than the message's stay away, which only
+    the harness's short ``--retention-s`` makes); and no notification is applied for a
+    payment never credited. Counted per payment."""
     count = 0
-    for key in credited:
+    parked_owing = state.parked & state.owing_payments()
+    for key in set(state.entries) | set(state.notified):
+        applied = state.entries[key][2] if key in state.entries else 0
         times = state.notified.get(key, 0)
-        if times > 1 or (times == 0 and key not in waiting):
+        waiting = state.in_notify_dlq(key) + (key in parked_owing) + state.expired_owing.get(key, 0)
+        if times > applied or times + waiting < applied:
             count += 1
-    count += sum(1 for key, times in state.notified.items() if times and key not in credited)
     return count
 
 
@@ -403,6 +472,32 @@ def owed_at_end(state: Any) -> int:
     return len(state.owed) - len(parked_owing) + state.notify_left
 
 
+def reuse_not_applied(state: Any) -> int:
+    """A payment id used again after its hop-1 record's retention (the workload's ``reuse``
+    sends, made once the harness saw that record swept) is a second operation: once its
+    resend is acknowledged, its entry is credited twice, and hop 2 applied both
+    notifications (the second one's identity is new, though hop 2's record of the first is
+    still live), unless one waits for a person as ``notified_not_once`` allows. Counted per
+    reused payment; 0 in a run without reuse."""
+    count = 0
+    for key in state.reuse_acked:
+        applied = state.entries[key][2] if key in state.entries else 0
+        times = state.notified.get(key, 0)
+        waiting = state.in_notify_dlq(key) + state.expired_owing.get(key, 0)
+        if applied < 2 or times + waiting < 2:
+            count += 1
+    return count
+
+
+def notify_conflict(state: Any) -> int:
+    """Hop 2 judged a notification CONFLICT: a key it had recorded with another payload. Every
+    copy of one outbox message carries one identity and one payload (a resend after a lost
+    clear, an SDK retry, SNS's own fields of each publish aside), and a later operation on
+    the same key gets a new identity: a CONFLICT there is once mistaking two messages for one
+    (or one for two), never a fault of the run."""
+    return int(state.notify_conflicts)
+
+
 def check_two_hop(state: Any, *, retention_s: float | None = None) -> dict[str, int]:
     """The two-hop invariants' violation counts for one run (``twohop.TwoHopState``)."""
     return {
@@ -410,6 +505,8 @@ def check_two_hop(state: Any, *, retention_s: float | None = None) -> dict[str, 
         "credit_twice": credit_twice(state, retention_s=retention_s),
         "notified_not_once": notified_not_once(state),
         "owed_at_end": owed_at_end(state),
+        "reuse_not_applied": reuse_not_applied(state),
+        "notify_conflict": notify_conflict(state),
     }
 
 

@@ -258,6 +258,17 @@ class Probe:
         elif call["kind"] == "clear" and self._roll("kill_before_clear"):
             # The outbox was sent (the clear comes after every send): it is sent again.
             self._fault("kill_before_clear")
+        if call["kind"] == "finalize":
+            # Recorded as it leaves, not only when answered: a process killed (by another of
+            # its threads, or at its function timeout) with a finalize in flight records no
+            # ``finalize``, yet the write may land and release the lease, and the next claim
+            # is then legitimate. ``two_live_owners`` counts a lease as held until this send.
+            self._history.add(
+                "finalize_sent",
+                item=call["item"],
+                claim=call["claim"] or getattr(self._local, "claim", None),
+                sent=call["sent"],
+            )
 
     def _after(
         self, http_response: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any
@@ -280,6 +291,16 @@ class Probe:
             self._local.claim = call["claim"]
             owned = call.pop("owned", False)
             self._history.add("claim", landed=landed, **call)
+            old = parsed.get("Attributes") or {}
+            if _text(old.get("status")) == "COMPLETED":
+                # A claim takes a COMPLETED record only past its retention: a new operation on
+                # the key. If the record still owed its outbox, once's claim removed it, and
+                # that operation's messages are never sent: only a retention shorter than the
+                # message's stay away makes it (the harness's short ``--retention-s``). The
+                # two-hop checks take both into account.
+                self._history.add(
+                    "record_replaced", item=call["item"], claim=call["claim"], owing="outbox" in old
+                )
             if self._roll("kill_after_claim"):
                 self._fault("kill_after_claim")
             elif self._roll("pause"):

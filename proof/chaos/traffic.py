@@ -28,9 +28,9 @@ class Send:
 
     hid: str
     body: str
-    kind: str  # payment, retry, concurrent, in_batch, sequential, mismatch, poison
+    kind: str  # payment, retry, concurrent, in_batch, sequential, mismatch, poison, reuse
     key: str
-    wave: int  # 0: the first half, 1: after the mid-run redrive
+    wave: int  # 0: the first half, 1: after the mid-run redrive, 2: reuse (``add_reuse``)
     group: str
 
 
@@ -101,3 +101,31 @@ def build(messages: int, seed: int) -> Workload:
         if rng.random() < 0.04:
             add({**body, "amount": body["amount"] + 1}, "mismatch", key, wave)
     return work
+
+
+#: The wave of the sends that use a payment id again past its record's retention.
+REUSE_WAVE = 2
+
+
+def add_reuse(work: Workload, share: float) -> list[str]:
+    """Use about ``share`` of the first wave's payment ids again, each in a send of its own in
+    a third wave (``REUSE_WAVE``, kind ``reuse``), which the harness sends once it let their
+    records' retention pass (``harness._expire_for_reuse``): a new operation on an old key. Every
+    other one carries the first operation's body exactly, the rest another amount. Only
+    payments whose id nothing else of the workload sends after the first wave, and that are
+    neither poison nor mismatched, so that each id's record is written in the first wave
+    only. Returns the ids, in send order; deterministic for a workload."""
+    later = {s.key for s in work.sends if s.wave > 0 or s.kind in ("mismatch", "poison")}
+    eligible = [
+        s.key for s in work.sends if s.kind == "payment" and s.wave == 0 and s.key not in later
+    ]
+    step = max(1, round(1 / share)) if share > 0 else 0
+    chosen = eligible[::step] if step else []
+    counter = len(work.sends)
+    for n, key in enumerate(chosen):
+        body = dict(work.payments[key])
+        if n % 2:
+            body["amount"] += 7
+        hid = f"h{counter + n:06d}"
+        work.sends.append(Send(hid, json.dumps(body), "reuse", key, REUSE_WAVE, body["account"]))
+    return chosen

@@ -76,6 +76,9 @@ class WorkerSpec:
     #: 2 consumes, and its DLQ ("": a one-hop consumer).
     notify_url: str = ""
     notify_dlq_url: str = ""
+    #: ``once-atomic-sns``: the SNS topic hop 1's outbox publishes to, which feeds
+    #: ``notify_url`` with raw message delivery off ("": hop 1 sends to ``notify_url``).
+    notify_topic: str = ""
 
 
 class Timeout:
@@ -166,8 +169,20 @@ def _business(history: History, ledger_table: str) -> Any:
     return process
 
 
-def _once(spec: WorkerSpec, process: Any, *, key: str, key_prefix: str, dlq_url: str) -> Any:
-    """A once handler as the harness runs it: its lease, backoff and retention shrunk;
+_SPEC_RETENTION: Any = object()
+
+
+def _once(
+    spec: WorkerSpec,
+    process: Any,
+    *,
+    key: str,
+    key_prefix: str,
+    dlq_url: str,
+    retention_s: int | None = _SPEC_RETENTION,
+) -> Any:
+    """A once handler as the harness runs it: its lease, backoff and retention shrunk (the
+    retention: ``spec.retention_s`` unless given; None is once's default);
     ``once-staged`` builds it with ``effects="staged"``."""
     from once.handler import make_handler
     from proof.chaos.twohop import ONCE_EFFECTS
@@ -184,7 +199,7 @@ def _once(spec: WorkerSpec, process: Any, *, key: str, key_prefix: str, dlq_url:
         # The harness shrinks time (a 5 s visibility timeout, 3 s function timeout): its
         # backoff is capped at the visibility timeout rather than at minutes.
         backoff_max_s=spec.visibility_s,
-        retention_s=spec.retention_s,
+        retention_s=spec.retention_s if retention_s is _SPEC_RETENTION else retention_s,
         effects=ONCE_EFFECTS.get(spec.impl, "any"),  # type: ignore[arg-type]
     )
 
@@ -200,17 +215,22 @@ def _two_hop_handlers(spec: WorkerSpec, history: History) -> tuple[Any, Any]:
 
         hop1 = _once(
             spec,
-            twohop.once_hop1(history, ledger, spec.notify_url),
+            twohop.once_hop1(history, ledger, spec.notify_topic or spec.notify_url),
             key="paymentId",
             key_prefix=SERVICE_NAME,
             dlq_url=spec.dlq_url,
         )
+        # Hop 2 keeps its records for once's default retention, whatever hop 1's: a
+        # downstream keeps them at least as long as its upstream (the design's rule), and
+        # with a short ``--retention-s`` a payment id used again past hop 1's retention then
+        # meets hop 2's record of the first operation, still live.
         hop2 = _once(
             spec,
             twohop.once_hop2(history, ledger),
             key=SOURCE_KEY,
             key_prefix=twohop.NOTIFY_PREFIX,
             dlq_url=spec.notify_dlq_url,
+            retention_s=None,
         )
         return hop1, hop2
     import boto3
@@ -300,8 +320,10 @@ def run(spec: WorkerSpec) -> None:
     )
     faults.lose_responses(spec.rates.get("lost_response", 0.0), ("UpdateItem", "PutItem", *commits))
     if spec.notify_url:
-        faults.fail_sends(spec.rates.get("send_failed", 0.0), spec.notify_url)
-        faults.duplicate_sends(spec.rates.get("send_duplicated", 0.0), spec.notify_url)
+        # Where hop 1 sends: hop 2's queue, or the SNS topic that feeds it.
+        destination = spec.notify_topic or spec.notify_url
+        faults.fail_sends(spec.rates.get("send_failed", 0.0), destination)
+        faults.duplicate_sends(spec.rates.get("send_duplicated", 0.0), destination)
     if spec.outage_flag:
         faults.outage(spec.outage_flag, spec.outage_armed)
     timeout = Timeout(history)
@@ -470,6 +492,9 @@ def _delete(hop: Hop, sqs: Any, done: list[dict[str, Any]], history: History) ->
     mapping does; a message whose delete fails comes back and is handled again."""
     for start in range(0, len(done), 10):
         chunk = {str(i): m for i, m in enumerate(done[start : start + 10])}
+        # Before the call: a worker stopped at the end of the run (the harness kills them
+        # once the queues are empty) may have its delete land and never record its ``ack``.
+        history.add("delete_sent" + hop.events, hids=[hop.ids(m) for m in chunk.values()])
         try:
             answer = sqs.delete_message_batch(
                 QueueUrl=hop.queue_url,

@@ -25,3 +25,6 @@ RETENTION_S = 25  # command.MIN_RETENTION_S: past the longest run from a claim t
 #: The two-hop workload's own faults on top of RATES: kills between an outbox's sends and
 #: its clear, sends refused, sends applied twice (their answer lost).
 TWO_HOP_RATES = RATES | {"kill_before_clear": 0.02, "send_failed": 0.03, "send_duplicated": 0.03}
+#: The share of the first wave's payment ids the two-hop SNS run sends again, once their
+#: hop-1 records' retention has passed (``traffic.add_reuse``).
+REUSE = 0.15

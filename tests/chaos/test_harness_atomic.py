@@ -1,14 +1,20 @@
 """The harness's two-hop workload on DynamoDB Local: a credit committed with the record, a
 notification through the outbox to a second once consumer keyed on ``SOURCE_KEY``; built
 two-phase (``once-atomic``) and with ``effects="staged"`` (``once-staged``: no claim, one
-write per message), the two run side by side under every fault of the two-hop runs."""
+write per message), the two run side by side under every fault of the two-hop runs. Beside
+them, the same chain with an SNS hop (``once-atomic-sns``: hop 1 publishes to a topic that
+feeds hop 2's queue, raw message delivery off), some of whose payment ids are sent again
+once their hop-1 records' retention has passed: new operations on old keys, which hop 2,
+whose records of the first ones are still live, must apply too."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from proof.chaos.harness import Endpoints, Run, chaos
-from tests.chaos.rates import TWO_HOP_RATES
+from tests.chaos.rates import REUSE, TWO_HOP_RATES
 
 #: Every fault of the two-hop runs (a staged copy makes no claim to be killed after).
 TWO_HOP_FAULTS = (
@@ -27,19 +33,40 @@ TWO_HOP_FAULTS = (
     "delete_failed",
     "short_visibility",
 )
+#: The SNS chain's size: "deliveries to aim for" (``chaos``), about 480 messages sent.
+SNS_DELIVERIES = 600
 
 
 @pytest.fixture(scope="module")
-def runs(endpoints: Endpoints) -> dict[str, Run]:
-    done = chaos(
-        200,
-        seed=14,
-        endpoints=endpoints,
-        workers=3,
-        rates=TWO_HOP_RATES,
-        implementations=("once-atomic", "once-staged"),
-        side_by_side=True,
-    )
+def runs(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    # Kept (pytest keeps its last temporary directories): a failure names it.
+    kept = tmp_path_factory.mktemp("chaos-two-hop")
+    # The SNS chain runs beside the pair (each run mostly waits on visibility timeouts,
+    # backoffs and retention), so the module takes about as long as its longest run.
+    with ThreadPoolExecutor(2, thread_name_prefix="two-hop") as pool:
+        pair = pool.submit(
+            chaos,
+            200,
+            seed=14,
+            endpoints=endpoints,
+            workers=3,
+            rates=TWO_HOP_RATES,
+            implementations=("once-atomic", "once-staged"),
+            side_by_side=True,
+            history_dir=kept / "sqs",
+        )
+        sns = pool.submit(
+            chaos,
+            SNS_DELIVERIES,
+            seed=15,
+            endpoints=endpoints,
+            workers=4,  # its ~480 messages drain in about the pair's time, two of them
+            rates=TWO_HOP_RATES,
+            implementations=("once-atomic-sns",),
+            reuse=REUSE,
+            history_dir=kept / "sns",
+        )
+        done = [*pair.result(), *sns.result()]
     return {run.impl: run for run in done}
 
 
@@ -51,21 +78,23 @@ def test_once_atomic_commits_each_credit_and_notification_once_under_every_fault
     ``SOURCE_KEY``: no partial credit, none twice, each notification applied once, nothing
     owed at the end, nothing lost; and every invariant of the one-hop consumers as well."""
     atomic = runs["once-atomic"]
-    assert atomic.deliveries >= 150
+    figures = atomic.figures()
+    assert atomic.deliveries >= 150, figures
     assert set(atomic.violations) >= {
         "credit_partial",
         "credit_twice",
         "notified_not_once",
         "owed_at_end",
         "ledger_not_once",
-    }
-    assert atomic.violations == dict.fromkeys(atomic.violations, 0)
-    assert atomic.lost == 0
-    assert atomic.notifications["executions"] > 0
+        "notify_conflict",
+    }, figures
+    assert atomic.violations == dict.fromkeys(atomic.violations, 0), figures
+    assert atomic.lost == 0, figures
+    assert atomic.notifications["executions"] > 0, figures
     for fault in TWO_HOP_FAULTS:
-        assert atomic.faults.get(fault, 0) > 0, f"{fault} was never injected"
+        assert atomic.faults.get(fault, 0) > 0, f"{fault} was never injected\n{figures}"
     # A refused send leaves the record owing its notification: a later delivery sent it.
-    assert atomic.faults["outcome_owed"] > 0
+    assert atomic.faults["outcome_owed"] > 0, figures
 
 
 def test_once_staged_commits_each_credit_and_notification_once_under_every_fault(
@@ -75,10 +104,11 @@ def test_once_staged_commits_each_credit_and_notification_once_under_every_fault
     commit lands per key: no credit partial or twice, each notification applied once,
     nothing owed at the end, nothing lost, no record ever claimed or FAILED."""
     staged = runs["once-staged"]
-    assert staged.deliveries >= 150
-    assert staged.violations == dict.fromkeys(staged.violations, 0)
-    assert staged.lost == 0
-    assert staged.notifications["executions"] > 0
+    figures = staged.figures()
+    assert staged.deliveries >= 150, figures
+    assert staged.violations == dict.fromkeys(staged.violations, 0), figures
+    assert staged.lost == 0, figures
+    assert staged.notifications["executions"] > 0, figures
     assert set(staged.violations) >= {
         "credit_partial",
         "credit_twice",
@@ -87,24 +117,66 @@ def test_once_staged_commits_each_credit_and_notification_once_under_every_fault
         "ledger_not_once",
         "one_completed_result",
         "staged_not_one_write",
-    }
-    assert "staged_not_one_write" not in runs["once-atomic"].violations
+    }, figures
+    assert "staged_not_one_write" not in runs["once-atomic"].violations, figures
     # A mismatched copy runs business code before its commit is refused: measured, and its
     # effect never landing is credit_twice's and credit_partial's to check.
-    assert "mismatch_executed" not in staged.violations
-    assert staged.faults["workload_mismatch"] > 0
+    assert "mismatch_executed" not in staged.violations, figures
+    assert staged.faults["workload_mismatch"] > 0, figures
     # Every fault of the two-hop runs but the kill after a claim: a staged copy makes none.
     # Its pause comes before its commit, and lasts until another copy's commit landed.
     for fault in TWO_HOP_FAULTS:
         if fault != "kill_after_claim":
-            assert staged.faults.get(fault, 0) > 0, f"{fault} was never injected"
-    assert staged.faults.get("kill_after_claim", 0) == 0
+            assert staged.faults.get(fault, 0) > 0, f"{fault} was never injected\n{figures}"
+    assert staged.faults.get("kill_after_claim", 0) == 0, figures
     # A copy's commit refused by the one that landed: seed 14 sends three payments of its
     # first wave again in the second (``sequential``), after the first wave was done.
-    assert staged.outcomes.get("duplicate", 0) + staged.outcomes.get("owed_sent", 0) > 0
-    assert staged.faults["outcome_owed"] > 0
+    assert staged.outcomes.get("duplicate", 0) + staged.outcomes.get("owed_sent", 0) > 0, figures
+    assert staged.faults["outcome_owed"] > 0, figures
     # One write per new message: the two-phase consumer claims first as well.
-    assert (
-        staged.dynamodb_calls.get("UpdateItem", 0)
-        < runs["once-atomic"].dynamodb_calls["UpdateItem"]
+    atomic_updates = runs["once-atomic"].dynamodb_calls["UpdateItem"]
+    assert staged.dynamodb_calls.get("UpdateItem", 0) < atomic_updates, (
+        f"{figures}\n{runs['once-atomic'].figures()}"
     )
+
+
+def test_once_through_sns_applies_every_operation_once_past_hop_1_s_retention(
+    runs: dict[str, Run],
+) -> None:
+    """Hop 1's outbox publishes to an SNS topic; hop 2's queue gets SNS's notification
+    document (raw message delivery off), a message id, timestamp and signature of its own on
+    every publish (a resend of one outbox message, and the SDK's retry of a publish whose
+    answer was lost, included); hop 2 is keyed on ``SOURCE_KEY`` with no ``envelope=``. Once
+    the first two waves are done, the harness lets the retention of some first-wave
+    payments' hop-1 records pass (each done: expired, then swept), and sends those ids
+    again: each is a second operation, credited again and notified under a new identity,
+    which hop 2 applies although its record of the first notification is live (once's
+    default retention). Every operation's notification applied exactly once, none judged a
+    CONFLICT, nothing owed, nothing lost."""
+    sns = runs["once-atomic-sns"]
+    figures = sns.figures()
+    assert sns.violations == dict.fromkeys(sns.violations, 0), figures
+    assert set(sns.violations) >= {
+        "credit_partial",
+        "notified_not_once",
+        "owed_at_end",
+        "reuse_not_applied",
+        "notify_conflict",
+    }, figures
+    assert sns.lost == 0, figures
+    assert sns.violations["owed_at_end"] == 0, figures
+    # At least 600 deliveries over the two hops, by construction: none is lost, so each of
+    # the ~480 messages sent was delivered at least once, and each operation's notification
+    # (one per payment credited, ~320) was applied, so delivered, at least once.
+    assert sns.deliveries + sns.notifications["deliveries"] >= 600, figures
+    # The reuse wave went out once hop 1's records of its ids were expired and swept (an id
+    # whose record was not done then, its payment parked in the DLQ, is left out).
+    assert sns.faults["workload_reuse"] > 0, figures
+    assert sns.faults["ttl_swept"] >= sns.faults["workload_reuse"], figures
+    # Its second operations reached hop 2: a reused id applied twice downstream. A reuse
+    # message is delivered until it is done or parked in the DLQ, and one parked there has
+    # mostly committed on an earlier delivery: only a run in which every delivery of every
+    # reused id died before its commit would show none.
+    assert sns.notifications["reuse_applied_downstream"] > 0, figures
+    for fault in TWO_HOP_FAULTS:
+        assert sns.faults.get(fault, 0) > 0, f"{fault} was never injected\n{figures}"

@@ -10,7 +10,7 @@ from tests.chaos.rates import RATES
 
 
 @pytest.fixture(scope="module")
-def fifo_runs(endpoints: Endpoints) -> dict[str, Run]:
+def fifo_runs(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     done = chaos(
         300,
         seed=12,
@@ -20,6 +20,8 @@ def fifo_runs(endpoints: Endpoints) -> dict[str, Run]:
         implementations=("once", "naive-unordered"),
         fifo=True,
         side_by_side=True,
+        # Kept (pytest keeps its last temporary directories): a failure names it.
+        history_dir=tmp_path_factory.mktemp("chaos-fifo"),
     )
     return {run.impl: run for run in done}
 
@@ -28,15 +30,16 @@ def test_once_keeps_every_invariant_and_each_group_s_order_on_a_fifo_queue(
     fifo_runs: dict[str, Run],
 ) -> None:
     once = fifo_runs["once"]
-    assert once.deliveries >= 250
-    assert "order_broken" in once.violations
-    assert once.violations == dict.fromkeys(once.violations, 0)
-    assert once.lost == 0
+    assert once.deliveries >= 250, once.figures()
+    assert "order_broken" in once.violations, once.figures()
+    assert once.violations == dict.fromkeys(once.violations, 0), once.figures()
+    assert once.lost == 0, once.figures()
     # Poison payments held their groups until SQS moved them to the DLQ.
-    assert once.faults["workload_poison"] > 0
+    assert once.faults["workload_poison"] > 0, once.figures()
 
 
 def test_the_harness_catches_a_fifo_consumer_that_ignores_message_groups(
     fifo_runs: dict[str, Run],
 ) -> None:
-    assert fifo_runs["naive-unordered"].violations["order_broken"] > 0
+    control = fifo_runs["naive-unordered"]
+    assert control.violations["order_broken"] > 0, control.figures()
