@@ -27,6 +27,8 @@ The pieces:
   ``Signature`` on every publish, including a resend of the same outbox message);
 - downstream consumer D (``key=SOURCE_KEY``): applies the message's effect, an ``ADD`` on the
   operation's item staged with ``attempt.write``, so the count is what committed, not what ran;
+  behind SNS with raw delivery off it takes the notification whole or unwraps it
+  (``envelope="powertools_json(Message)"``, ``unwrap``);
 - each consumer with its own retention (U's shorter than D's) and mode (``effects="any"`` or
   ``"staged"``); a deploy switches a consumer's mode (a new handler on the same table and
   prefix);
@@ -41,7 +43,9 @@ The pieces:
   gone (the retention is chosen to outlast them), and never D's while a copy of its messages
   may still come.
 
-The model knows which upstream operation each downstream message carries (it reads U's record
+Each example has its own two tables (moto copies every table a transaction writes to: shared
+ones would make a long run slower and larger with each example). The model knows which
+upstream operation each downstream message carries (it reads U's record
 when the outbox sends: the operation is the completion that owes it); nothing on the wire
 says so but once's identity. An operation is one committed upstream completion: the count
 U's commit adds to the operation's item.
@@ -56,13 +60,18 @@ The invariants (``Violation.name``):
 2. ``owed_forever``: nothing owed forever: at quiescence (faults off, outages over, both queues
    redelivered and both DLQs redriven until nothing is in flight) no upstream record still
    holds an outbox and every operation's message was applied (``no_convergence`` if the
-   queues never empty, ``not_done`` for an operation that never committed);
-3. ``conflict_on_resend``: no CONFLICT downstream (an outcome, or a DLQ copy with
-   ``once.reason=CONFLICT``) from a resend of the same upstream message.
+   queues never empty, ``not_done`` for an operation that never committed); the same when
+   U's queue does not empty before its retention passes (each fault answers one call, so it
+   empties well within the rounds);
+3. ``conflict_on_resend``: no CONFLICT downstream (the outcome, whose message goes to D's DLQ
+   with ``once.reason=CONFLICT``) from a resend or a copy of the same upstream message. A
+   CONFLICT under an identity another operation's message was sent under too is that
+   operation's message dropped: invariant 1.
 
-What once puts on the wire is held to AWS's rules where the model receives it (batch
-entries, attribute names, types and characters, sizes): a call AWS would refuse is refused
-with AWS's code, never accepted more leniently, and nothing AWS accepts is refused.
+What once puts on the wire is held to the AWS rules its messages can meet where the model
+receives them (SendMessageBatch's and PublishBatch's entries, Ids, attribute names, types,
+empty values and characters, Number precision, sizes: ``_refused``): a call AWS would refuse
+for one of them is refused with AWS's code, and nothing AWS takes is refused.
 
 A check made inside the runtime's own calls (business code, an outbox send) would be caught
 there like any error: it is noted (``noted``) and raised again once the invocation ends.
@@ -71,6 +80,7 @@ there like any error: it is noted (``noted``) and raised again once the invocati
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import re
@@ -101,6 +111,7 @@ from once.testing.crash import (
     InvocationKilled,
     KillSwitch,
 )
+from oncecli.aws import create_table
 from tests.chaos import aws_faults
 from tests.chaos.aws_faults import Fault, Faults, FaultyDynamoDB
 from tests.chaos.message_model import Clock, Context, Violation
@@ -118,12 +129,14 @@ U_RETENTION_S = 3600
 D_RETENTION_S = 4 * U_RETENTION_S
 #: How many times an example passes U's retention: D's is never passed (4 times U's).
 MAX_JUMPS = 2
+#: Deploys per example: each switches a consumer's mode while messages are in flight.
+MAX_DEPLOYS = 2
 #: Rounds of the runbook at quiescence (and of a drain before U's retention passes); the time
 #: they may take is kept in reserve whenever the clock moves, so that no retention passes
 #: while a copy it must recognise can still arrive.
 ROUNDS = 12
 RESERVE_S = (ROUNDS + 2) * (VISIBILITY_S + 1)
-#: The faults an example may inject (``aws_faults``).
+#: The faults an example may draw from AWS's documented ones (``inject``; ``aws_faults``).
 FAULT_BUDGET = 3
 #: Business keys: few, so that keys come back.
 KEYS = ("k1", "k2")
@@ -136,8 +149,10 @@ OUT_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{D_QUEUE}"
 OUT_TOPIC = f"arn:aws:sns:{REGION}:{ACCOUNT}:chain-orders"
 TRANSPORTS = ("sqs", "sns-raw", "sns-envelope")
 MODES = ("any", "staged")
-#: The calls faults answer, per consumer: U's commit, clear and sends above all.
-_U_TARGETS = ("commit", "complete", "clear", "claim", "fail")
+#: The calls faults answer, per consumer, weighted by how much of the chain hangs on them:
+#: U's clear and sends (a resend follows), and its commit (a staged commit whose answer is
+#: lost is judged again by the redelivery); "outbox" is the transport's send.
+_U_TARGETS = ("clear", "clear", "outbox", "outbox", "commit", "commit", "complete", "claim")
 _D_TARGETS = ("commit", "complete", "claim", "fail")
 #: DLQ reasons the operator drops rather than redrives (docs/runbook.md, "The DLQ").
 DROPPED_REASONS = (
@@ -287,8 +302,8 @@ def _refused(entries: list[dict[str, Any]], *, topic: bool) -> str | None:
                     return invalid
                 size += len(name.encode()) + len(kind.encode()) + len(data)
                 continue
-            if not isinstance(text, str) or _REFUSED_CHARACTER.search(text):
-                return invalid
+            if not isinstance(text, str) or not text or _REFUSED_CHARACTER.search(text):
+                return invalid  # SQS and SNS refuse an empty value as they refuse no value
             if kind.startswith("Number") and not _number_taken(text):
                 return invalid
             size += len(name.encode()) + len(kind.encode()) + len(text.encode("utf-8"))
@@ -314,6 +329,11 @@ def _number_taken(text: str) -> bool:
     )
 
 
+def _md5(text: str) -> str:
+    """The digest SQS returns and Lambda hands over for a body."""
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
 class _Aws:
     """One consumer's SQS and SNS client: its quarantine's SendMessage to its DLQ and, for U,
     its outbox's SendMessageBatch or PublishBatch, which land in the model's queues."""
@@ -327,7 +347,7 @@ class _Aws:
         assert request["QueueUrl"] == expected, request["QueueUrl"]
         with self._machine.noted():
             self._machine.on_quarantine(self._consumer, request)
-        return {"MessageId": uuid.uuid4().hex}
+        return {"MessageId": str(uuid.uuid4()), "MD5OfMessageBody": _md5(request["MessageBody"])}
 
     def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         assert self._consumer == "U" and QueueUrl == OUT_URL, QueueUrl
@@ -341,13 +361,15 @@ class _Aws:
 
 
 class ChainMachine(RuleBasedStateMachine):
-    """Set ``client`` (a DynamoDB client), ``table`` (both consumers' records, each under its
-    own prefix) and ``state_table`` (U's orders, and what each operation committed upstream
-    and applied downstream) on a subclass (``test_chain_model.py`` does)."""
+    """Set ``client`` (a DynamoDB client) on a subclass (``test_chain_model.py`` does). Each
+    example makes two tables of its own and deletes them at its end: ``table`` (both
+    consumers' records, each under its own prefix) and ``state_table`` (U's orders, and what
+    each operation committed upstream and applied downstream). Tables that every example
+    shared would grow with the run, and moto copies each table a transaction writes to."""
 
     client: Any
-    table: str
-    state_table: str
+    #: The transports an example draws from (``test_chain_model.py`` runs one at a time).
+    transports: tuple[str, ...] = TRANSPORTS
     #: What the runs exercised, over every example of the process (``test_chain_model.py``
     #: prints it): outcomes per consumer, resends, keys reused past U's retention, faults.
     seen: Counter[str] = Counter()
@@ -357,6 +379,9 @@ class ChainMachine(RuleBasedStateMachine):
         self.clock = Clock()
         run = f"chain-{uuid.uuid4().hex[:12]}"
         self.run = run
+        self.table, self.state_table = f"{run}-records", f"{run}-state"
+        for table in (self.table, self.state_table):
+            create_table(self.client, table, key=c.PARTITION_KEY)
         self.prefixes = {"U": f"{run}-orders", "D": f"{run}-notices"}
         self.retention = {"U": U_RETENTION_S, "D": D_RETENTION_S}
         self.dlq_urls = {"U": U_DLQ_URL, "D": D_DLQ_URL}
@@ -367,7 +392,8 @@ class ChainMachine(RuleBasedStateMachine):
         self.handlers: dict[str, Handler] = {}
         self.transport = "sqs"
         self.tagged = False
-        self.ops: dict[str, list[Op]] = defaultdict(list)  # key -> its operations, in order
+        self.unwrap = False
+        self.ops: dict[str, list[Op]] = {}  # key -> its operations, in order
         self.by_hash: dict[str, Op] = {}
         self.past: set[Op] = set()  # operations whose U retention has passed
         self.first_sent: dict[Op, float] = {}  # when a producer first sent the operation
@@ -378,6 +404,8 @@ class ChainMachine(RuleBasedStateMachine):
         self.downstream_ids: dict[str, Copy] = {}  # D's message ids: its business code's view
         self.out_down = False
         self.jumps = 0
+        self.deploys = 0
+        self.injected = 0  # faults drawn by ``inject``
         self.violations: list[Violation] = []
         #: A promise was found broken: the teardown does not run the runbook over it.
         self.failed = False
@@ -388,19 +416,33 @@ class ChainMachine(RuleBasedStateMachine):
     # --- set-up -------------------------------------------------------------------------------
 
     @initialize(
-        transport=st.sampled_from(TRANSPORTS),
+        data=st.data(),
         upstream=st.sampled_from(MODES),
         downstream=st.sampled_from(MODES),
         tagged=st.booleans(),
+        unwrap=st.booleans(),
     )
-    def setup(self, transport: str, upstream: str, downstream: str, tagged: bool) -> None:
+    def start(
+        self, data: st.DataObject, upstream: str, downstream: str, tagged: bool, unwrap: bool
+    ) -> None:
+        """The chain, and a producer's first order: every example has one to carry."""
+        transport = data.draw(st.sampled_from(self.transports))
+        self.setup(transport, upstream, downstream, tagged, unwrap=unwrap)
+        self.send_new(KEYS[0])
+
+    def setup(
+        self, transport: str, upstream: str, downstream: str, tagged: bool, *, unwrap: bool = False
+    ) -> None:
         """``transport`` joins U's outbox to D's queue; ``upstream`` and ``downstream`` are the
         consumers' modes (``effects``); ``tagged``: U's message names the order's ``n`` (each
-        operation's message differs), else every operation of a key sends the same body."""
+        operation's message differs), else every operation of a key sends the same body;
+        ``unwrap``: behind SNS with raw delivery off, D unwraps the notification
+        (``envelope="powertools_json(Message)"``), else it takes the notification whole."""
         self.transport, self.tagged = transport, tagged
+        self.unwrap = unwrap and transport == "sns-envelope"
         self.modes = {"U": upstream, "D": downstream}
         self.handlers = {name: self._make_handler(name) for name in ("U", "D")}
-        self.seen[f"transport {transport}"] += 1
+        self.seen[f"transport {transport}{' unwrapped by D' if self.unwrap else ''}"] += 1
         self.seen[f"modes U {upstream}, D {downstream}"] += 1
 
     def _make_handler(self, name: str) -> Handler:
@@ -408,6 +450,7 @@ class ChainMachine(RuleBasedStateMachine):
         return make_handler(
             self._upstream if upstream else self._downstream,
             key="k" if upstream else SOURCE_KEY,
+            envelope=None if upstream or not self.unwrap else "powertools_json(Message)",
             table_name=self.table,
             dlq_url=self.dlq_urls[name],
             key_prefix=self.prefixes[name],
@@ -428,7 +471,7 @@ class ChainMachine(RuleBasedStateMachine):
         """Keys a producer may send a new operation under: new ones, and those whose every
         operation is past U's retention (within it, another payload is a CONFLICT upstream,
         which ``message_model`` covers)."""
-        return [k for k in KEYS if all(op in self.past for op in self.ops[k])]
+        return [k for k in KEYS if all(op in self.past for op in self.ops.get(k, []))]
 
     @precondition(lambda self: bool(self.reusable()))
     @rule(data=st.data())
@@ -440,10 +483,11 @@ class ChainMachine(RuleBasedStateMachine):
     def send_new(self, key: str) -> Op:
         """A new operation on ``key``, sent by a producer."""
         assert key in self.reusable(), f"{key} is not reusable yet"
-        op = Op(key, len(self.ops[key]) + 1)
-        if self.ops[key]:
+        ops = self.ops.setdefault(key, [])
+        op = Op(key, len(ops) + 1)
+        if ops:
             self.seen["key reused past U's retention"] += 1
-        self.ops[key].append(op)
+        ops.append(op)
         self.by_hash[op.payload_hash] = op
         self.first_sent[op] = self.clock()
         self._produce(op)
@@ -506,10 +550,14 @@ class ChainMachine(RuleBasedStateMachine):
         self.out_down = False
         upstream = self.queues["U"]
         for _ in range(ROUNDS):
-            if upstream.empty or not self.tick(VISIBILITY_S + 1):
+            if not self.tick(VISIBILITY_S + 1):
                 break
             self.drain("U")
+            if upstream.empty:
+                break
             self.redrive("U")
+        else:  # every round ran: with each fault answering once, U empties well within them
+            raise self.stuck(f"U's queue is not empty after {ROUNDS} rounds")
         jump = U_RETENTION_S + 1
         if not upstream.empty or not self.may_pass(jump):
             self.seen["retention not passed: copies in flight"] += 1
@@ -524,25 +572,37 @@ class ChainMachine(RuleBasedStateMachine):
         """U's outbox destination refuses every send (``ConnectionError``) while down."""
         self.out_down = down
 
-    @precondition(lambda self: sum(f.armed_count for f in self.faults.values()) < FAULT_BUDGET)
-    @rule(data=st.data(), consumer=st.sampled_from(["U", "U", "D"]))
+    @precondition(lambda self: self.faults["U"].pending("clear") == 0)
+    @rule()
+    def clear_refused(self) -> None:
+        """U's next clear of an outbox it sent is refused (throttled past the SDK's retries):
+        the record stays COMPLETED owing what D already has, and the next delivery resends it
+        with the same identity."""
+        self.faults["U"].arm(Fault("clear", "error", "ThrottlingException"))
+
+    @precondition(lambda self: self.injected < FAULT_BUDGET)
+    @rule(data=st.data(), consumer=st.sampled_from(["U", "U", "U", "D"]))
     def inject(self, data: st.DataObject, consumer: str) -> None:
-        """AWS answers the consumer's next call of the fault's kind as it documents it may."""
-        fault = data.draw(st.sampled_from(self.fault_catalog(consumer)))
+        """AWS answers the consumer's next call of the fault's kind as it documents it may:
+        a call first (weighted), then one of the faults AWS documents for it."""
+        target = data.draw(st.sampled_from(_U_TARGETS if consumer == "U" else _D_TARGETS))
+        fault = data.draw(st.sampled_from(self.fault_catalog(target)))
         self.faults[consumer].arm(fault)
+        self.injected += 1
 
-    def fault_catalog(self, consumer: str) -> list[Fault]:
-        """The passing faults of the calls that matter to the chain: U's commit, clear and
-        sends (its transport's), D's commit; a claim or a fail refused."""
-        targets: tuple[str, ...] = _U_TARGETS if consumer == "U" else _D_TARGETS
-        if consumer == "U":
-            targets += ("outbox-sqs",) if self.transport == "sqs" else ("outbox-sns",)
-        return [f for f in aws_faults.FAULTS if f.target in targets and not f.permanent]
+    def fault_catalog(self, target: str) -> list[Fault]:
+        """The faults of one call that pass (a misconfiguration that lasts until a person
+        fixes it is ``message_model``'s): ``outbox`` is the transport's send."""
+        if target == "outbox":
+            target = "outbox-sqs" if self.transport == "sqs" else "outbox-sns"
+        return [f for f in aws_faults.FAULTS if f.target == target and not f.permanent]
 
+    @precondition(lambda self: self.deploys < MAX_DEPLOYS)
     @rule(consumer=st.sampled_from(["U", "D"]))
     def deploy(self, consumer: str) -> None:
         """A deploy switches the consumer between ``effects="any"`` and ``"staged"``: a new
         handler on the same table and prefix, while messages are in flight."""
+        self.deploys += 1
         self.modes[consumer] = "staged" if self.modes[consumer] == "any" else "any"
         self.handlers[consumer].bind()
         self.handlers[consumer] = self._make_handler(consumer)
@@ -615,11 +675,16 @@ class ChainMachine(RuleBasedStateMachine):
             "receiptHandle": message.receipt,
             "body": message.body,
             "attributes": {"ApproximateReceiveCount": str(message.receive_count)},
-            "messageAttributes": {
-                attribute: {"stringValue": v["StringValue"], "dataType": v["DataType"]}
+            "messageAttributes": {  # as Lambda hands them over
+                attribute: {
+                    "stringValue": v["StringValue"],
+                    "stringListValues": [],
+                    "binaryListValues": [],
+                    "dataType": v["DataType"],
+                }
                 for attribute, v in message.attributes.items()
             },
-            "md5OfBody": "",
+            "md5OfBody": _md5(message.body),
             "eventSource": "aws:sqs",
             "eventSourceARN": self.queues[name].arn,
             "awsRegion": REGION,
@@ -719,7 +784,7 @@ class ChainMachine(RuleBasedStateMachine):
             if message is None or message.op is None:
                 raise self.fail("model", f"D ran on a message it never got: {attempt.message_id}")
             inner = body
-            if self.transport == "sns-envelope":
+            if self.transport == "sns-envelope" and not self.unwrap:
                 if not isinstance(body, dict) or body.get("Type") != "Notification":
                     raise self.fail("model", f"not an SNS notification: {body!r}")
                 inner = json.loads(body["Message"])
@@ -755,10 +820,11 @@ class ChainMachine(RuleBasedStateMachine):
             with self.noted():
                 for entry in sent:
                     self._deliver(entry)
-            return {
-                "Successful": [{"Id": e["Id"], "MessageId": str(uuid.uuid4())} for e in sent],
-                "Failed": failed,
-            }
+            successful = [{"Id": e["Id"], "MessageId": str(uuid.uuid4())} for e in sent]
+            if target == "outbox-sqs":  # SendMessageBatchResultEntry's required digest
+                for result, entry in zip(successful, sent, strict=True):
+                    result["MD5OfMessageBody"] = _md5(entry["MessageBody"])
+            return {"Successful": successful, "Failed": failed}
 
         fault = self.faults["U"].take(target)
         if fault is None:
@@ -864,24 +930,26 @@ class ChainMachine(RuleBasedStateMachine):
         self.queues[name].dlq.append(copy)
 
     def _judge_downstream(self, message: Copy, outcome: Outcome, reason: str | None) -> None:
-        """Invariants 1 and 3 where D ends a message: a CONFLICT names a resend of the same
-        operation's message (3) or an operation dropped (1); an acknowledgment of a message
-        whose operation is not applied once is one dropped or doubled (1)."""
+        """Invariants 1 and 3 where D ends a message. A CONFLICT under an identity that
+        another operation's message was sent under too is that operation's message dropped
+        (1: two operations share one identity, and D keeps one); under an identity only
+        this operation's messages were sent under, it comes from a resend of the same
+        message (3). An acknowledgment of a message whose operation is not applied exactly
+        once is one dropped or doubled (1)."""
         op = message.op
         assert op is not None
         if outcome is Outcome.CONFLICT or reason == c.REASON_CONFLICT:
-            earlier = self.identities[message.identity]
-            if message.resend or earlier.count(op) > 1:
+            others = sorted({str(o) for o in self.identities[message.identity] if o != op})
+            if others:
                 raise self.fail(
-                    "conflict_on_resend",
-                    f"D quarantined a resend of {op}'s message (identity {message.identity}) "
-                    "as a CONFLICT",
+                    "applied_not_once",
+                    f"{op}'s message is a CONFLICT downstream: {others} sent under its "
+                    f"identity {message.identity} too, and {op}'s is never applied",
                 )
-            others = sorted({str(o) for o in earlier if o != op})
             raise self.fail(
-                "applied_not_once",
-                f"{op}'s message is a CONFLICT downstream with {others}'s under identity "
-                f"{message.identity}: it is never applied",
+                "conflict_on_resend",
+                f"D quarantined a {'resend' if message.resend else 'copy'} of {op}'s message "
+                f"(identity {message.identity}) as a CONFLICT",
             )
         if outcome in _APPLIED:
             applied = self._counted(self._applied(op))
@@ -924,27 +992,8 @@ class ChainMachine(RuleBasedStateMachine):
                 break
             self.redrive("U")
             self.redrive("D")
-        owing = sorted(
-            key
-            for key in self.ops
-            if (record := self._record("U", key)) is not None and record.outbox
-        )
-        if owing:
-            raise self.fail(
-                "owed_forever",
-                f"U's records of {owing} still hold their outbox at quiescence "
-                f"({len(self.queues['U'].messages)} queued, {len(self.queues['U'].dlq)} in "
-                "U's DLQ)",
-            )
-        if not converged:
-            raise self.fail(
-                "no_convergence",
-                f"after {rounds} rounds: "
-                + ", ".join(
-                    f"{n} {len(q.messages)} queued {len(q.dlq)} in its DLQ"
-                    for n, q in self.queues.items()
-                ),
-            )
+        if self.owing() or not converged:
+            raise self.stuck(f"after {rounds} rounds of the runbook")
         committed, applied = self._counts()
         for op in self._all_ops():
             if not committed[op]:
@@ -956,6 +1005,25 @@ class ChainMachine(RuleBasedStateMachine):
                 )
         self.seen["quiesced"] += 1
 
+    def owing(self) -> list[str]:
+        """The keys whose U record holds an outbox."""
+        return sorted(
+            key
+            for key in self.ops
+            if (record := self._record("U", key)) is not None and record.outbox
+        )
+
+    def stuck(self, where: str) -> Violation:
+        """Liveness broken (invariant 2): a U record still owes its outbox, or the queues
+        never empty."""
+        queues = ", ".join(
+            f"{name} {len(q.messages)} queued, {len(q.dlq)} in its DLQ"
+            for name, q in self.queues.items()
+        )
+        if owing := self.owing():
+            return self.fail("owed_forever", f"{where}: U's records of {owing} owe ({queues})")
+        return self.fail("no_convergence", f"{where}: {queues}")
+
     def teardown(self) -> None:
         try:
             if self.handlers and self.ops and not self.failed:
@@ -963,6 +1031,8 @@ class ChainMachine(RuleBasedStateMachine):
         finally:
             for handler in self.handlers.values():
                 handler.bind()
+            for table in (self.table, self.state_table):
+                self.client.delete_table(TableName=table)
 
     # --- reading the tables ---------------------------------------------------------------------
 
