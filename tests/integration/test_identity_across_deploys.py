@@ -14,7 +14,6 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from once import SOURCE_KEY, Attempt, PermanentError, make_handler, payload
@@ -23,69 +22,9 @@ from once.effects import OutboxMessage
 from once.models import Outcome, record_id
 from once.testing import OnceEnv
 from oncecli.redrive import move
+from tests.integration import hops
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def _queue(env: OnceEnv, name: str) -> str:
-    attributes = {"FifoQueue": "true"} if name.endswith(".fifo") else {}
-    return str(env.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"])
-
-
-def _arn(env: OnceEnv, url: str) -> str:
-    return str(
-        env.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-    )
-
-
-def _sns(env: OnceEnv) -> Any:
-    if env.sns is None:
-        env.sns = boto3.client("sns", region_name=env.sqs.meta.region_name)
-    return env.sns
-
-
-def _topic(env: OnceEnv, name: str) -> str:
-    attributes = {"FifoTopic": "true"} if name.endswith(".fifo") else {}
-    return str(_sns(env).create_topic(Name=name, Attributes=attributes)["TopicArn"])
-
-
-def _topic_to_source_queue(env: OnceEnv, name: str) -> str:
-    """A topic whose subscription (raw message delivery off: SNS's default and CDK's
-    ``SqsSubscription``'s) is the kit's source queue."""
-    topic = _topic(env, name)
-    _sns(env).subscribe(
-        TopicArn=topic,
-        Protocol="sqs",
-        Endpoint=_arn(env, env.queue_url),
-        Attributes={"RawMessageDelivery": "false"},
-    )
-    return topic
-
-
-def _take(env: OnceEnv, url: str) -> list[dict[str, Any]]:
-    """Every message of a queue (deleted as read), with its attributes."""
-    taken: list[dict[str, Any]] = []
-    while batch := env.sqs.receive_message(
-        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], AttributeNames=["All"]
-    ).get("Messages", []):
-        for message in batch:
-            taken.append(message)
-            env.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return taken
-
-
-def _forward(env: OnceEnv, messages: list[dict[str, Any]]) -> None:
-    """What an SQS hop hands the downstream consumer: each message with its attributes."""
-    for message in messages:
-        attributes = {
-            name: {k: v for k, v in value.items() if k in ("DataType", "StringValue")}
-            for name, value in message.get("MessageAttributes", {}).items()
-        }
-        env.sqs.send_message(
-            QueueUrl=env.queue_url, MessageBody=message["Body"], MessageAttributes=attributes
-        )
 
 
 def _peek_source(env: OnceEnv) -> str:
@@ -93,26 +32,6 @@ def _peek_source(env: OnceEnv) -> str:
     exactly this body)."""
     [message] = env.sqs.receive_message(QueueUrl=env.queue_url, VisibilityTimeout=0)["Messages"]
     return str(message["Body"])
-
-
-def _fail(
-    client: Any,
-    operation: str,
-    *,
-    times: int = 1,
-    when: Callable[[dict[str, Any]], bool] = lambda params: True,
-) -> list[int]:
-    """The next ``times`` calls of ``operation`` (that match ``when``) fail as an outage
-    would (no answer)."""
-    failed: list[int] = []
-
-    def hook(params: dict[str, Any], **_: Any) -> None:
-        if len(failed) < times and when(params):
-            failed.append(1)
-            raise ConnectionError("injected: the call did not reach AWS")
-
-    client.meta.events.register(f"provide-client-params.*.{operation}", hook)
-    return failed
 
 
 def _record_calls(client: Any, operation: str) -> list[dict[str, Any]]:
@@ -182,7 +101,7 @@ def test_a_message_that_failed_before_the_deploy_runs_after_it_instead_of_being_
     a CONFLICT; the runbook has a person drop a CONFLICT from the DLQ, and a redrive is a
     CONFLICT again for as long as the record lives (longer than the DLQ keeps the copy).
     The e-mail is never sent."""
-    topic = _topic_to_source_queue(once_env, "shipped")
+    topic = hops.topic_to_source_queue(once_env, "shipped")
     _shipping_upstream(once_env, topic)
     runs: list[str] = []
 
@@ -215,7 +134,7 @@ def test_a_message_done_before_the_deploy_and_delivered_again_after_it_is_a_dupl
     message: DUPLICATE, acknowledged (handler.md: "A resend is a duplicate"; Outcome:
     "DUPLICATE: already COMPLETED with the same payload"). After the deploy the hash of the
     same body differs, and the copy is quarantined as a CONFLICT."""
-    topic = _topic_to_source_queue(once_env, "shipped")
+    topic = hops.topic_to_source_queue(once_env, "shipped")
     _shipping_upstream(once_env, topic)
     mailed: list[str] = []
     downstream = make_handler(
@@ -281,8 +200,8 @@ def test_an_outbox_stored_before_the_change_is_resent_to_every_kind_of_target_as
     To a FIFO queue or topic that includes the deduplication id (SQS and SNS drop a message
     whose ``MessageDeduplicationId`` they saw within 5 minutes; a different one would be
     delivered twice): the previous runtime's was sha256(``<record id>#<seq>``)."""
-    queue, fifo_queue = _queue(once_env, "legacy-q"), _queue(once_env, "legacy-q.fifo")
-    topic, fifo_topic = _topic(once_env, "legacy-t"), _topic(once_env, "legacy-t.fifo")
+    queue, fifo_queue = hops.queue(once_env, "legacy-q"), hops.queue(once_env, "legacy-q.fifo")
+    topic, fifo_topic = hops.topic(once_env, "legacy-t"), hops.topic(once_env, "legacy-t.fifo")
     handler = make_handler(lambda body, attempt: "never runs", key="id", max_workers=1)
     outbox = [
         OutboxMessage(destination=queue, body='{"n":0}'),
@@ -292,7 +211,7 @@ def test_an_outbox_stored_before_the_change_is_resent_to_every_kind_of_target_as
     ]
     _legacy_record(once_env, handler, "p-1", {"id": "p-1"}, outbox)
     to_queues = _record_calls(once_env.sqs, "SendMessageBatch")
-    to_topics = _record_calls(_sns(once_env), "PublishBatch")
+    to_topics = _record_calls(hops.sns(once_env), "PublishBatch")
 
     assert once_env.deliver(handler, [{"id": "p-1"}]).outcomes == [Outcome.OWED_SENT]
 
@@ -326,7 +245,7 @@ def test_an_outbox_sqs_refused_before_the_change_reaches_a_source_key_consumer_o
     three characters: a space, any letter outside ASCII) is sent as an identity of up to
     three times that, and the downstream quarantines it as INVALID_KEY, on every redrive:
     what the operation owed is finally sent, and can never be applied."""
-    notify = _queue(once_env, "legacy-notify")
+    notify = hops.queue(once_env, "legacy-notify")
     handler = make_handler(lambda body, attempt: "never runs", key="id", max_workers=1)
     key = "INV\f" + "é" * 400  # 805 bytes: a key once takes
     assert len(key.encode()) <= c.MAX_KEY_BYTES
@@ -334,9 +253,9 @@ def test_an_outbox_sqs_refused_before_the_change_reaches_a_source_key_consumer_o
         once_env, handler, key, {"id": key}, [OutboxMessage(destination=notify, body='{"n":1}')]
     )
     assert once_env.deliver(handler, [{"id": key}]).outcomes == [Outcome.OWED_SENT]
-    [sent] = _take(once_env, notify)
+    [sent] = hops.take(once_env, notify)
 
-    _forward(once_env, [sent])
+    hops.forward(once_env, [sent])
     applied = once_env.deliver_waiting(
         make_handler(lambda body, attempt: "ok", key=SOURCE_KEY, key_prefix="mailer")
     )
@@ -358,7 +277,7 @@ def _owing_staged_handler(env: OnceEnv, notify: str, fail: Callable[[int], None]
         return "shipped"
 
     handler = make_handler(ship, key="orderId", effects="staged", max_workers=1)
-    _fail(env.sqs, "SendMessageBatch", when=lambda params: params["QueueUrl"] == notify)
+    hops.fail(env.sqs, "SendMessageBatch", when=lambda params: params["QueueUrl"] == notify)
     assert env.deliver(handler, [{"orderId": "o-1"}]).outcomes == [Outcome.OWED]
     return handler
 
@@ -370,22 +289,22 @@ def test_a_staged_copy_that_raises_while_its_record_cannot_be_read_comes_back_an
     ending ("nothing is lost, a duplicate at worst comes back"): a raise is FAILED, never
     acknowledged, and the next delivery sends what the record owes (design.md, staged
     table: "a record that would refuse a claim ... OWED_SENT when it owes an outbox")."""
-    notify = _queue(once_env, "staged-notify")
+    notify = hops.queue(once_env, "staged-notify")
 
     def raise_on_copies(run: int) -> None:
         if run > 1:
             raise KeyError("shipped")
 
     handler = _owing_staged_handler(once_env, notify, raise_on_copies)
-    _fail(once_env.dynamodb, "GetItem")  # throttled past the SDK's retries, or denied
+    hops.fail(once_env.dynamodb, "GetItem")  # throttled past the SDK's retries, or denied
 
     unread = once_env.deliver(handler, [{"orderId": "o-1"}])
     assert unread.outcomes == [Outcome.FAILED]
     assert unread.batch_item_failures == unread.message_ids
-    assert _take(once_env, notify) == []
+    assert hops.take(once_env, notify) == []
 
     assert once_env.deliver(handler, [{"orderId": "o-1"}]).outcomes == [Outcome.OWED_SENT]
-    assert len(_take(once_env, notify)) == 1
+    assert len(hops.take(once_env, notify)) == 1
 
 
 def test_a_staged_copy_that_raises_a_permanent_error_on_a_done_record_sends_what_it_owes(
@@ -394,7 +313,7 @@ def test_a_staged_copy_that_raises_a_permanent_error_on_a_done_record_sends_what
     """Pinned (it held). design.md's staged table: a ``PermanentError`` on a copy whose
     record is COMPLETED is "a duplicate ... acknowledged (OWED_SENT when it owes an outbox,
     sent first), never retried or quarantined"."""
-    notify = _queue(once_env, "permanent-notify")
+    notify = hops.queue(once_env, "permanent-notify")
 
     def refuse_copies(run: int) -> None:
         if run > 1:
@@ -404,7 +323,7 @@ def test_a_staged_copy_that_raises_a_permanent_error_on_a_done_record_sends_what
     again = once_env.deliver(handler, [{"orderId": "o-1"}])
 
     assert again.outcomes == [Outcome.OWED_SENT]
-    assert len(_take(once_env, notify)) == 1
+    assert len(hops.take(once_env, notify)) == 1
     assert once_env.dlq_messages() == []
 
 
@@ -442,7 +361,7 @@ def test_a_source_key_message_quarantined_with_eight_attributes_is_keyed_again_o
     ``once.seq`` before the team's attributes (SQS takes 10 attributes a message), "without
     which the redrive of a key=SOURCE_KEY consumer's message could never be keyed again";
     the redriven copy is the same operation's message: applied once."""
-    notify = _queue(once_env, "eight-notify")
+    notify = hops.queue(once_env, "eight-notify")
     team = {f"a{i}": f"v{i}" for i in range(8)}
     upstream = make_handler(
         lambda body, attempt: attempt.send(notify, {"n": 1}, attributes=team),
@@ -451,7 +370,7 @@ def test_a_source_key_message_quarantined_with_eight_attributes_is_keyed_again_o
         max_workers=1,
     )
     once_env.deliver(upstream, [{"id": "INV\f1 é@%~"}])
-    [sent] = _take(once_env, notify)
+    [sent] = hops.take(once_env, notify)
     applied: list[str] = []
 
     def apply(body: Any, attempt: Attempt) -> str:
@@ -462,20 +381,16 @@ def test_a_source_key_message_quarantined_with_eight_attributes_is_keyed_again_o
         return "mailed"
 
     downstream = make_handler(apply, key=SOURCE_KEY, key_prefix="mailer", max_workers=1)
-    _forward(once_env, [sent])
+    hops.forward(once_env, [sent])
     assert once_env.deliver_waiting(downstream).outcomes == [Outcome.QUARANTINED]
     [copy] = once_env.dlq_messages()
-    assert copy.attributes[c.OUTBOX_ATTR_SOURCE] == _attribute(sent, c.OUTBOX_ATTR_SOURCE)
+    assert copy.attributes[c.OUTBOX_ATTR_SOURCE] == hops.attribute(sent, c.OUTBOX_ATTR_SOURCE)
 
     move(once_env.sqs, once_env.dlq_url, once_env.queue_url)
     assert once_env.deliver_waiting(downstream).outcomes == [Outcome.PROCESSED]
-    _forward(once_env, [sent])  # and the upstream's resend after that is a duplicate
+    hops.forward(once_env, [sent])  # and the upstream's resend after that is a duplicate
     assert once_env.deliver_waiting(downstream).outcomes == [Outcome.DUPLICATE]
-    assert applied[1:] == [f"{_attribute(sent, c.OUTBOX_ATTR_SOURCE)}#0"]
-
-
-def _attribute(message: dict[str, Any], name: str) -> str:
-    return str(message["MessageAttributes"][name]["StringValue"])
+    assert applied[1:] == [f"{hops.attribute(sent, c.OUTBOX_ATTR_SOURCE)}#0"]
 
 
 # --- 6. held: the identity across resends, modes and SNS FIFO's per-publish fields ------------
@@ -489,14 +404,14 @@ def test_an_outbox_resent_after_a_switch_to_staged_carries_the_identity_of_its_f
     whatever the mode of the delivery that resends it (a deploy may switch a consumer from
     ``effects="any"`` to ``"staged"``, whose copy runs business code again under a new
     token and is refused by the record)."""
-    notify = _queue(once_env, "switch-notify")
+    notify = hops.queue(once_env, "switch-notify")
 
     def ship(body: dict[str, Any], attempt: Attempt) -> str:
         attempt.send(notify, {"order": body["orderId"]})
         return "shipped"
 
     tried = _record_calls(once_env.sqs, "SendMessageBatch")
-    _fail(once_env.sqs, "SendMessageBatch", when=lambda params: params["QueueUrl"] == notify)
+    hops.fail(once_env.sqs, "SendMessageBatch", when=lambda params: params["QueueUrl"] == notify)
     two_phase = make_handler(ship, key="orderId", max_workers=1)
     assert once_env.deliver(two_phase, [{"orderId": "o-1"}]).outcomes == [Outcome.OWED]
     staged = make_handler(ship, key="orderId", effects="staged", max_workers=1)
@@ -510,8 +425,8 @@ def test_an_outbox_resent_after_a_switch_to_staged_carries_the_identity_of_its_f
         for e in call["Entries"]
     ]
     assert len(sources) == 2 and sources[0] == sources[1]
-    [sent] = _take(once_env, notify)
-    assert _attribute(sent, c.OUTBOX_ATTR_SOURCE) == sources[0]
+    [sent] = hops.take(once_env, notify)
+    assert hops.attribute(sent, c.OUTBOX_ATTR_SOURCE) == sources[0]
 
 
 def test_a_republish_through_an_sns_fifo_topic_without_raw_delivery_is_a_duplicate(
@@ -524,11 +439,11 @@ def test_a_republish_through_an_sns_fifo_topic_without_raw_delivery_is_a_duplica
     deduplication window the outbox's resend reaches the queue again. handler.md: "A resend
     is a duplicate" (moto writes no ``SequenceNumber``: the republish is written as SNS
     writes it)."""
-    topic = _topic(once_env, "shipped.fifo")
-    _sns(once_env).subscribe(
+    topic = hops.topic(once_env, "shipped.fifo")
+    hops.sns(once_env).subscribe(
         TopicArn=topic,
         Protocol="sqs",
-        Endpoint=_arn(once_env, once_env.fifo_queue_url),
+        Endpoint=hops.queue_arn(once_env, once_env.fifo_queue_url),
         Attributes={"RawMessageDelivery": "false"},
     )
     upstream = make_handler(
@@ -538,7 +453,7 @@ def test_a_republish_through_an_sns_fifo_topic_without_raw_delivery_is_a_duplica
         max_workers=1,
     )
     assert once_env.deliver(upstream, [{"orderId": "o-1"}]).outcomes == [Outcome.PROCESSED]
-    [published] = _take(once_env, once_env.fifo_queue_url)
+    [published] = hops.take(once_env, once_env.fifo_queue_url)
     first = json.loads(published["Body"]) | {"SequenceNumber": "10000000000000000001"}
     republished = first | {
         "MessageId": "5f0c1c2e-0000-4000-8000-000000000002",

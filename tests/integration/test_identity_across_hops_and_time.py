@@ -11,7 +11,6 @@ Each test here failed on the runtime before these rules (issue 39's four defects
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -22,63 +21,12 @@ from once import constants as c
 from once.effects import OutboxMessage
 from once.models import Outcome, record_id
 from once.testing import OnceEnv
+from tests.integration import hops
 
 #: The upstream keeps its records 60 s, the downstream 3600 s: a key comes back upstream after
 #: the first and well inside the second, as it does on AWS with the construct's retentions
 #: (19 days on a 4-day queue upstream, 29 on a 14-day one downstream) or after a backlog.
 UP_RETENTION_S, DOWN_RETENTION_S = 60, 3600
-
-
-def _queue(env: OnceEnv, name: str) -> str:
-    attributes = {"FifoQueue": "true"} if name.endswith(".fifo") else {}
-    return str(env.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"])
-
-
-def _take(env: OnceEnv, url: str) -> list[dict[str, Any]]:
-    """Every message of a queue (deleted as read), with its attributes."""
-    taken: list[dict[str, Any]] = []
-    while batch := env.sqs.receive_message(
-        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], AttributeNames=["All"]
-    ).get("Messages", []):
-        for message in batch:
-            taken.append(message)
-            env.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return taken
-
-
-def _attribute(message: dict[str, Any], name: str) -> str:
-    return str(message["MessageAttributes"][name]["StringValue"])
-
-
-def _fail_next(client: Any, operation: str, when: Callable[[dict[str, Any]], bool]) -> list[int]:
-    """The next call of ``operation`` that matches ``when`` fails as an outage would."""
-    failed: list[int] = []
-
-    def hook(params: dict[str, Any], **_: Any) -> None:
-        if not failed and when(params):
-            failed.append(1)
-            raise ConnectionError("injected: the call did not reach AWS")
-
-    client.meta.events.register(f"provide-client-params.*.{operation}", hook)
-    return failed
-
-
-def _is_clear(params: dict[str, Any]) -> bool:
-    update = params.get("UpdateExpression", "")
-    return "REMOVE #outbox" in update and "SET #status" not in update
-
-
-def _forward(env: OnceEnv, messages: list[dict[str, Any]]) -> None:
-    """What an SQS hop hands the downstream consumer: each message, with its attributes, on
-    the kit's source queue (then ``deliver_waiting``)."""
-    for message in messages:
-        attributes = {
-            name: {k: v for k, v in value.items() if k in ("DataType", "StringValue")}
-            for name, value in message.get("MessageAttributes", {}).items()
-        }
-        env.sqs.send_message(
-            QueueUrl=env.queue_url, MessageBody=message["Body"], MessageAttributes=attributes
-        )
 
 
 # --- 1. the identity is sendable, whatever the key holds ---------------------------------------
@@ -87,7 +35,7 @@ def _forward(env: OnceEnv, messages: list[dict[str, Any]]) -> None:
 def test_a_key_with_a_form_feed_sends_its_outbox_under_an_identity_sqs_takes(
     once_env: OnceEnv,
 ) -> None:
-    notify = _queue(once_env, "invoices-notify")
+    notify = hops.queue(once_env, "invoices-notify")
 
     def issue(invoice: dict[str, Any], attempt: Attempt) -> str:
         attempt.send(notify, {"invoice": invoice["invoiceId"]})  # JSON escapes the form feed
@@ -98,12 +46,12 @@ def test_a_key_with_a_form_feed_sends_its_outbox_under_an_identity_sqs_takes(
     delivery = once_env.deliver(handler, [{"invoiceId": "INV\f2024-17"}])
 
     assert delivery.outcomes == [Outcome.PROCESSED]  # not owed: SQS took the identity
-    [sent] = _take(once_env, notify)
-    source = _attribute(sent, c.OUTBOX_ATTR_SOURCE)
+    [sent] = hops.take(once_env, notify)
+    source = hops.attribute(sent, c.OUTBOX_ATTR_SOURCE)
     assert source.isascii() and source.isprintable()
     assert source.startswith(identity.escape(record_id(handler.key_prefix, "INV\f2024-17")) + "@")
     # ...and the downstream keys on it like on any other.
-    _forward(once_env, [sent])
+    hops.forward(once_env, [sent])
     applied = once_env.deliver_waiting(make_handler(lambda b, a: "ok", key=SOURCE_KEY))
     assert applied.outcomes == [Outcome.PROCESSED]
 
@@ -115,7 +63,7 @@ def test_an_outbox_stored_before_identities_named_operations_is_resent_as_it_was
     previous runtime stored (no source on its messages) is resent under the bare record id,
     which a downstream that recorded the first send recognises; one with a key SQS refused
     (never sent) is escaped, and can go at last."""
-    notify = _queue(once_env, "legacy-notify")
+    notify = hops.queue(once_env, "legacy-notify")
     handler = make_handler(lambda body, attempt: "never runs", key="id", max_workers=1)
     table = once_env.dynamodb
     prefix = str(handler.key_prefix)
@@ -139,7 +87,7 @@ def test_an_outbox_stored_before_identities_named_operations_is_resent_as_it_was
     delivery = once_env.deliver(handler, [{"id": "p-1"}, {"id": "p\f2"}], same_batch=False)
 
     assert delivery.outcomes == [Outcome.OWED_SENT, Outcome.OWED_SENT]
-    sources = sorted(_attribute(m, c.OUTBOX_ATTR_SOURCE) for m in _take(once_env, notify))
+    sources = sorted(hops.attribute(m, c.OUTBOX_ATTR_SOURCE) for m in hops.take(once_env, notify))
     assert sources == sorted([record_id(prefix, "p-1"), identity.escape(record_id(prefix, "p\f2"))])
 
 
@@ -158,7 +106,7 @@ def test_a_key_reused_after_the_upstream_retention_is_applied_downstream_again(
 ) -> None:
     """After the upstream's retention, a key's next delivery is a new operation: its message
     is a new message downstream, whose record of the first one is still live."""
-    notify = _queue(once_env, "reused-notify")
+    notify = hops.queue(once_env, "reused-notify")
     upstream = make_handler(
         lambda body, attempt: attempt.send(notify, {"order": body["orderId"]}),
         key="orderId",
@@ -176,23 +124,25 @@ def test_a_key_reused_after_the_upstream_retention_is_applied_downstream_again(
     )
 
     assert once_env.deliver(upstream, [{"orderId": "o-1"}]).outcomes == [Outcome.PROCESSED]
-    first = _take(once_env, notify)
-    _forward(once_env, first)
+    first = hops.take(once_env, notify)
+    hops.forward(once_env, first)
     assert once_env.deliver_waiting(downstream).outcomes == [Outcome.PROCESSED]
     once_env.advance(UP_RETENTION_S + 1)  # the upstream forgets o-1; the downstream does not
     assert once_env.deliver(upstream, [{"orderId": "o-1"}]).outcomes == [Outcome.PROCESSED]
-    second = _take(once_env, notify)
-    _forward(once_env, second)
+    second = hops.take(once_env, notify)
+    hops.forward(once_env, second)
 
     assert once_env.deliver_waiting(downstream).outcomes == [Outcome.PROCESSED]
     assert len(applied) == 2 and applied[0] != applied[1]
-    assert _attribute(first[0], c.OUTBOX_ATTR_SOURCE) != _attribute(second[0], c.OUTBOX_ATTR_SOURCE)
+    assert hops.attribute(first[0], c.OUTBOX_ATTR_SOURCE) != hops.attribute(
+        second[0], c.OUTBOX_ATTR_SOURCE
+    )
 
 
 def test_a_key_reused_after_the_retention_is_not_deduplicated_by_a_fifo_target(
     once_env: OnceEnv,
 ) -> None:
-    fifo = _queue(once_env, "reused-notify.fifo")
+    fifo = hops.queue(once_env, "reused-notify.fifo")
     upstream = make_handler(
         lambda body, attempt: attempt.send(fifo, {"order": body["orderId"]}, group_id="g"),
         key="orderId",
@@ -203,7 +153,7 @@ def test_a_key_reused_after_the_retention_is_not_deduplicated_by_a_fifo_target(
     once_env.advance(UP_RETENTION_S + 1)  # within SQS's 5 minutes of deduplication (moto's
     once_env.deliver(upstream, [{"orderId": "o-1"}])  # clock is the wall's: no time passed)
 
-    sent = _take(once_env, fifo)
+    sent = hops.take(once_env, fifo)
     assert len(sent) == 2
     assert len({m["Attributes"]["MessageDeduplicationId"] for m in sent}) == 2
 
@@ -251,7 +201,7 @@ class _Shipper:
 def test_a_staged_copy_whose_business_code_raises_on_its_own_commit_is_a_duplicate(
     once_env: OnceEnv,
 ) -> None:
-    shipper = _Shipper(once_env, _queue(once_env, "ship-notify"))
+    shipper = _Shipper(once_env, hops.queue(once_env, "ship-notify"))
     handler = make_handler(shipper, key="orderId", effects="staged", max_workers=1)
 
     assert once_env.deliver(handler, [{"orderId": "o-1"}]).outcomes == [Outcome.PROCESSED]
@@ -260,24 +210,24 @@ def test_a_staged_copy_whose_business_code_raises_on_its_own_commit_is_a_duplica
     assert shipper.runs == 2  # the copy ran business code, which raised
     assert again.outcomes == [Outcome.DUPLICATE]
     assert again.batch_item_failures == []
-    assert len(_take(once_env, shipper.notify)) == 1
+    assert len(hops.take(once_env, shipper.notify)) == 1
 
 
 def test_a_staged_copy_that_raises_sends_what_its_committed_operation_owes(
     once_env: OnceEnv,
 ) -> None:
-    shipper = _Shipper(once_env, _queue(once_env, "owed-notify"))
+    shipper = _Shipper(once_env, hops.queue(once_env, "owed-notify"))
     handler = make_handler(shipper, key="orderId", effects="staged", max_workers=1)
-    _fail_next(
-        once_env.sqs, "SendMessageBatch", lambda params: params["QueueUrl"] == shipper.notify
+    hops.fail(
+        once_env.sqs, "SendMessageBatch", when=lambda params: params["QueueUrl"] == shipper.notify
     )
 
     assert once_env.deliver(handler, [{"orderId": "o-1"}]).outcomes == [Outcome.OWED]
-    assert _take(once_env, shipper.notify) == []
+    assert hops.take(once_env, shipper.notify) == []
     again = once_env.deliver(handler, [{"orderId": "o-1"}])  # its business code raises
 
     assert again.outcomes == [Outcome.OWED_SENT]
-    [sent] = _take(once_env, shipper.notify)
+    [sent] = hops.take(once_env, shipper.notify)
     assert json.loads(sent["Body"]) == {"order": "o-1", "was": "ready"}
     record = once_env.record("o-1")
     assert record is not None and record.outbox == ()
@@ -337,7 +287,7 @@ def test_a_resend_through_sns_without_raw_delivery_is_a_duplicate_downstream(
         key_prefix="mailer",
         max_workers=1,
     )
-    _fail_next(once_env.dynamodb, "UpdateItem", _is_clear)
+    hops.fail(once_env.dynamodb, "UpdateItem", when=hops.is_clear)
 
     assert once_env.deliver(upstream, [{"orderId": "o-1"}]).outcomes == [Outcome.OWED]
     first = once_env.deliver_waiting(downstream)
