@@ -70,10 +70,15 @@ def move(
     stay in the DLQ unless ``include_lease_expired``."""
     seen_budget = queue_depth(sqs, dlq_url).visible
     limit = seen_budget if limit is None else limit
-    moved = seen = 0
+    moved = seen = for_review = 0
     left: list[str] = []
     done: list[dict[str, Any]] = []
     refused: list[tuple[str, str]] = []
+    # On a FIFO DLQ, a message left behind holds the rest of its group with it, in order: SQS
+    # hands several messages of one group in one receive, and a later one moved ahead would
+    # run before it (across receives SQS holds the group itself while one is in flight).
+    held: set[str | None] = set()
+    fifo_dlq = is_fifo(dlq_url)
     try:
         while moved < limit and seen < seen_budget:
             messages = sqs.receive_message(
@@ -88,15 +93,23 @@ def move(
                 break
             for message in messages:
                 seen += 1
+                group = (message.get("Attributes") or {}).get("MessageGroupId")
+                if fifo_dlq and group in held:
+                    left.append(message["ReceiptHandle"])
+                    continue
                 if is_lease_expired(message) and not include_lease_expired:
                     left.append(message["ReceiptHandle"])
+                    for_review += 1
+                    held.add(group)
                     continue
                 try:
                     sqs.send_message(**_copy(message, source_url))
                 except (ClientError, BotoCoreError) as error:
-                    # Refused (or not answered): it stays in the DLQ, named; the others move.
+                    # Refused (or not answered): it stays in the DLQ, named; the others move
+                    # (on a FIFO DLQ, those of other groups).
                     refused.append((message["MessageId"], describe(error)))
                     left.append(message["ReceiptHandle"])
+                    held.add(group)
                     continue
                 sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
                 moved += 1
@@ -107,7 +120,7 @@ def move(
             sqs.change_message_visibility(
                 QueueUrl=dlq_url, ReceiptHandle=handle, VisibilityTimeout=0
             )
-    return Moved(moved, len(left) - len(refused), tuple(done), tuple(refused))
+    return Moved(moved, for_review, tuple(done), tuple(refused))
 
 
 def _copy(message: dict[str, Any], source_url: str) -> dict[str, Any]:

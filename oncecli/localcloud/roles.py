@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
 
@@ -164,12 +164,24 @@ _ACTION_OF = {
 #: GetObjectAcl, GetObjectTagging alike).
 _S3_VERSION_ACTION = {
     "GetObject": "GetObjectVersion",
-    "DeleteObject": "DeleteObjectVersion",
     "GetObjectAcl": "GetObjectVersionAcl",
     "PutObjectAcl": "PutObjectVersionAcl",
     "GetObjectTagging": "GetObjectVersionTagging",
     "PutObjectTagging": "PutObjectVersionTagging",
     "DeleteObjectTagging": "DeleteObjectVersionTagging",
+}
+#: Object operations IAM authorizes under more than one action, by whether a version is
+#: named: GetObjectAttributes needs s3:GetObject and s3:GetObjectAttributes, or with a
+#: VersionId s3:GetObjectVersion and s3:GetObjectVersionAttributes
+#: (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObjectAttributes.html); deleting
+#: "you must always have the s3:DeleteObject permission", and for a version
+#: s3:DeleteObjectVersion too (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html,
+#: .../API_DeleteObjects.html).
+_S3_ACTIONS = {
+    ("GetObjectAttributes", False): ("GetObject", "GetObjectAttributes"),
+    ("GetObjectAttributes", True): ("GetObjectVersion", "GetObjectVersionAttributes"),
+    ("DeleteObject", True): ("DeleteObject", "DeleteObjectVersion"),
+    ("DeleteObjects", True): ("DeleteObject", "DeleteObjectVersion"),
 }
 #: Parameters of an object write that IAM authorizes under one more action: an ACL
 #: ("To ... set the ACL ... you must have s3:PutObjectAcl") and tags (s3:PutObjectTagging)
@@ -219,30 +231,56 @@ _PARTIQL = {
     "BatchExecuteStatement": lambda p: [s.get("Statement") for s in p.get("Statements") or []],
     "ExecuteTransaction": lambda p: [s.get("Statement") for s in p.get("TransactStatements") or []],
 }
-#: A PartiQL statement's verb, and the table (and index) it names: ``SELECT ... FROM "T"."I"``,
-#: ``INSERT INTO "T"``, ``UPDATE "T"``, ``DELETE FROM "T"``; a name quoted (``""`` inside
-#: it is one quote) or bare.
-_NAME = r'(?:"((?:[^"]|"")+)"|([A-Za-z0-9_-]+))'
-_PARTIQL_TARGET = re.compile(
-    rf"^\s*(?:(SELECT|DELETE)\b.*?\bFROM|(INSERT)\s+INTO|(UPDATE))\s+{_NAME}(?:\s*\.\s*{_NAME})?",
-    re.IGNORECASE | re.DOTALL,
-)
+#: PartiQL's tokens: a quoted name (``""`` inside is one quote), a string literal, a word, any
+#: other character.
+_PARTIQL_TOKEN = re.compile(r'"(?:[^"]|"")*"|\'(?:[^\']|\'\')*\'|[A-Za-z_][A-Za-z0-9_-]*|\S')
+#: After its verb, the keyword that comes before the table a statement names.
+_BEFORE_TABLE = {"SELECT": "FROM", "DELETE": "FROM", "INSERT": "INTO", "UPDATE": None}
+
+
+def partiql_target(statement: str) -> tuple[str, str, str | None] | None:
+    """A PartiQL statement's verb (``SELECT``, ``INSERT``, ``UPDATE``, ``DELETE``), the table
+    it names and the index, if any: ``SELECT ... FROM "T"."I"``, ``INSERT INTO "T"``,
+    ``UPDATE "T"``, ``DELETE FROM "T"``; an ``EXISTS(SELECT ...)`` condition (a transaction's
+    condition check) reads, as a SELECT. Keywords inside quoted names and strings are names
+    and strings. None when the statement says none of these."""
+    tokens = _PARTIQL_TOKEN.findall(statement)
+    words = [t.upper() if t[:1] not in "\"'" else t for t in tokens]
+    if words[:2] == ["EXISTS", "("]:
+        words, tokens = words[2:], tokens[2:]
+    if not words or words[0] not in _BEFORE_TABLE:
+        return None
+    verb, keyword = words[0], _BEFORE_TABLE[words[0]]
+    at = 1 if keyword is None else (words.index(keyword, 1) + 1 if keyword in words[1:] else 0)
+    if not at or at >= len(tokens):
+        return None
+    table, index = _partiql_name(tokens[at]), None
+    if at + 2 < len(tokens) and tokens[at + 1] == ".":
+        index = _partiql_name(tokens[at + 2])
+    return (verb, table, index) if table else None
+
+
+def _partiql_name(token: str) -> str:
+    """A table or index name as a token spells it: quoted (``""`` is one quote) or bare."""
+    if token.startswith('"') and token.endswith('"') and len(token) >= 2:
+        return token[1:-1].replace('""', '"')
+    return token if re.fullmatch(r"[A-Za-z0-9_-]+", token) else ""
 
 
 def _partiql(operation: str, params: Mapping[str, Any], account: str, region: str) -> list[Check]:
     """PartiQL is authorized by each statement's verb on the table (or index) it names:
     ``dynamodb:PartiQLSelect``, ``PartiQLInsert``, ``PartiQLUpdate``, ``PartiQLDelete``
-    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ql-iam.html). A
-    statement whose verb or table this cannot read is judged on ``*`` under its operation."""
+    (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ql-iam.html); an
+    ``EXISTS`` condition reads its table (``PartiQLSelect``). A statement whose verb or
+    table this cannot read is judged on ``*`` under ``dynamodb:PartiQLSelect`` and the
+    verbs that change: all four must be granted on every table."""
     checks = []
     for statement in _PARTIQL[operation](params):
-        found = _PARTIQL_TARGET.match(statement) if isinstance(statement, str) else None
+        found = partiql_target(statement) if isinstance(statement, str) else None
         if found is None:
-            checks.append(Check(f"dynamodb:{operation}", "*"))
+            checks += [Check(f"dynamodb:PartiQL{verb.capitalize()}", "*") for verb in _BEFORE_TABLE]
             continue
-        verb = next(v for v in found.group(1, 2, 3) if v)
-        table = (found.group(4) or found.group(5) or "").replace('""', '"')
-        index = (found.group(6) or found.group(7) or "").replace('""', '"')
+        verb, table, index = found
         resource = table_arn(table, account, region) + (f"/index/{index}" if index else "")
         checks.append(Check(f"dynamodb:PartiQL{verb.capitalize()}", resource))
     return checks
@@ -269,6 +307,8 @@ def _dynamodb(operation: str, params: Mapping[str, Any], account: str, region: s
             Check(f"dynamodb:{operation}", table_arn(name, account, region))
             for name in (params.get("RequestItems") or {})
         ]
+    if params.get("StreamArn"):  # DynamoDB Streams: DescribeStream, GetShardIterator
+        return [Check(f"dynamodb:{operation}", params["StreamArn"])]
     name = params.get("TableName") or params.get("ResourceArn")
     if not name:
         return [Check(f"dynamodb:{operation}", "*")]
@@ -316,12 +356,19 @@ def _s3(operation: str, params: Mapping[str, Any], account: str, region: str) ->
     if not bucket:
         return [Check(action, "*")]
     if "Key" in params or operation == "DeleteObjects":
-        keys = (
-            [o["Key"] for o in (params.get("Delete") or {}).get("Objects", [])]
+        objects = (
+            [
+                (o["Key"], bool(o.get("VersionId")))
+                for o in (params.get("Delete") or {}).get("Objects", [])
+            ]
             if operation == "DeleteObjects"
-            else [params["Key"]]
+            else [(params["Key"], bool(params.get("VersionId")))]
         )
-        checks = [Check(action, f"arn:aws:s3:::{bucket}/{key}") for key in keys]
+        checks = [
+            Check(f"s3:{name}", f"arn:aws:s3:::{bucket}/{key}")
+            for key, versioned in objects
+            for name in _S3_ACTIONS.get((operation, versioned), (action.partition(":")[2],))
+        ]
         if operation in _S3_OBJECT_WRITES:
             checks += [
                 Check(f"s3:{extra}", f"arn:aws:s3:::{bucket}/{params['Key']}")
@@ -339,8 +386,10 @@ def _copy_source(source: Any) -> tuple[str, str] | None:
     """The read a copy makes of its source, as (action, resource): a string
     ``bucket/key[?versionId=...]`` or boto3's dict ``{"Bucket", "Key", "VersionId"}``."""
     if isinstance(source, str):
+        # The header is URL-encoded (boto3 encodes a dict's key so): the resource is the key.
         path, _, query = source.lstrip("/").partition("?versionId=")
-        return ("s3:GetObjectVersion" if query else "s3:GetObject", f"arn:aws:s3:::{path}")
+        action = "s3:GetObjectVersion" if query else "s3:GetObject"
+        return (action, f"arn:aws:s3:::{unquote(path)}")
     if isinstance(source, Mapping) and source.get("Bucket") and source.get("Key"):
         action = "s3:GetObjectVersion" if source.get("VersionId") else "s3:GetObject"
         return (action, f"arn:aws:s3:::{source['Bucket']}/{source['Key']}")

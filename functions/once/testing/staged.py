@@ -37,6 +37,7 @@ the operation's name does not say, its parameters:
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import threading
 import warnings
@@ -140,7 +141,14 @@ UNCHANGING: dict[str, frozenset[str]] = {
         }
     ),
     "sagemaker-runtime": frozenset({"InvokeEndpoint", "InvokeEndpointWithResponseStream"}),
+    # IAM's reference classes these reads: a Logs Insights query, a Kinesis subscription.
+    "logs": frozenset({"StartQuery", "StopQuery", "StartLiveTail"}),
+    "kinesis": frozenset({"SubscribeToShard"}),
 }
+#: Calls whose name reads as a read but that change something: Step Functions'
+#: ``GetActivityTask`` takes the task from every other worker (IAM's reference classes it a
+#: write: https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html).
+CHANGES_DESPITE_NAME = frozenset({("stepfunctions", "GetActivityTask")})
 #: Operation-name prefixes of calls that change something.
 CHANGE_PREFIXES = (
     "Put",
@@ -204,9 +212,24 @@ _STATEMENTS = {
     ("rds-data", "ExecuteStatement"): ("sql",),
     ("rds-data", "BatchExecuteStatement"): ("sql",),
     ("redshift-data", "ExecuteStatement"): ("Sql",),
+    ("redshift-data", "BatchExecuteStatement"): ("Sqls",),
 }
-#: The statement verbs that read.
-_READ_VERBS = frozenset({"SELECT", "EXISTS", "SHOW", "EXPLAIN", "WITH"})
+#: The first words of a statement that may only read (``EXPLAIN`` and ``WITH`` read unless a
+#: changing word follows: ``EXPLAIN ANALYZE DELETE`` runs the delete).
+_READ_VERBS = frozenset({"SELECT", "EXISTS", "SHOW", "EXPLAIN", "WITH", "VALUES", "DESCRIBE"})
+#: Words that make a statement change something wherever they stand in it, outside quotes and
+#: comments: a data-modifying clause (``WITH gone AS (DELETE ...)``), ``SELECT ... INTO`` a
+#: new table, DDL, a procedure call, a bulk copy.
+_CHANGING_WORDS = frozenset(
+    {
+        "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "INTO", "CREATE", "DROP", "ALTER",
+        "TRUNCATE", "GRANT", "REVOKE", "CALL", "EXEC", "EXECUTE", "COPY", "UNLOAD", "VACUUM",
+        "REFRESH",
+    }
+)  # fmt: skip
+#: A statement's words: comments and quoted text (names, strings) are taken out first.
+_COMMENT_OR_QUOTED = r"/\*.*?\*/|--[^\n]*|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`"
+_WORD = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 class Effect(StrEnum):
@@ -230,10 +253,15 @@ def effect_of(service: str, operation: str, params: Any = None) -> Effect:
     """What a botocore call (``dynamodb``, ``PutItem``, its parameters) does."""
     where = _STATEMENTS.get((service, operation))
     if where is not None:
-        verbs = _verbs(params, where)
-        if not verbs:
+        judged = {_statement_effect(text) for text in _statements(params, where)}
+        if not judged:
             return Effect.UNKNOWN
-        return Effect.NONE if verbs <= _READ_VERBS else Effect.CHANGE
+        for effect in (Effect.CHANGE, Effect.UNKNOWN):
+            if effect in judged:
+                return effect
+        return Effect.NONE
+    if (service, operation) in CHANGES_DESPITE_NAME:
+        return Effect.CHANGE
     if operation in UNCHANGING.get(service, ()) or operation.startswith(READ_PREFIXES):
         return Effect.NONE
     if operation.startswith(CHANGE_PREFIXES):
@@ -241,9 +269,8 @@ def effect_of(service: str, operation: str, params: Any = None) -> Effect:
     return Effect.UNKNOWN
 
 
-def _verbs(params: Any, where: tuple[str, ...]) -> set[str]:
-    """The first word of each statement the request holds (upper case); empty when the
-    request holds none the guard can read."""
+def _statements(params: Any, where: tuple[str, ...]) -> list[str]:
+    """The statements (PartiQL, SQL) a request holds, where ``where`` says it holds them."""
     found: list[Any] = [params]
     for name in where:
         inner: list[Any] = []
@@ -251,8 +278,20 @@ def _verbs(params: Any, where: tuple[str, ...]) -> set[str]:
             item = value.get(name) if isinstance(value, dict) else None
             inner.extend(item if isinstance(item, list) else [item])
         found = inner
-    texts = [text for text in found if isinstance(text, str) and text.strip()]
-    return {text.split(None, 1)[0].upper() for text in texts}
+    return [text for text in found if isinstance(text, str) and text.strip()]
+
+
+def _statement_effect(text: str) -> Effect:
+    """A statement reads when its first word may only read and no changing word stands in
+    it (outside comments and quoted text); it changes when either says so; else unknown."""
+    words = [
+        w.upper() for w in re.findall(_WORD, re.sub(_COMMENT_OR_QUOTED, " ", text, flags=re.S))
+    ]
+    if not words:
+        return Effect.UNKNOWN
+    if _CHANGING_WORDS & set(words):
+        return Effect.CHANGE
+    return Effect.NONE if words[0] in _READ_VERBS else Effect.UNKNOWN
 
 
 def _code_of(business: Any) -> CodeType | None:
