@@ -466,7 +466,11 @@ def _fill_outbox(attempt: Attempt) -> None:
     low, high = 1, 256 * 1024
     while low < high:
         size = (low + high + 1) // 2
-        probe = Effects(messages=list(attempt.effects.messages))
+        # The same record and token: each message is stored with its identity, which counts.
+        staged = attempt.effects
+        probe = Effects(
+            record_id=staged.record_id, token=staged.token, messages=list(staged.messages)
+        )
         try:
             probe.send(QUEUE, "y" * size)
             low = size
