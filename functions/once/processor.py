@@ -439,10 +439,9 @@ class BatchProcessor:
         if not staged_end_reads_record(end):
             return None
         try:
-            rejected = self._store.staged_refusal(stored_as, payload_hash=parsed.payload_hash)
-            if rejected is not None and _met_before(rejected, parsed):
-                parsed = parsed.under_previous_hash()
-                rejected = self._store.staged_refusal(stored_as, payload_hash=parsed.payload_hash)
+            rejected = self._store.staged_refusal(
+                stored_as, payload_hash=parsed.payload_hash, previous_hash=parsed.previous_hash
+            )
         except Exception as error:
             log_safely(
                 self._logger,

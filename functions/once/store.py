@@ -28,6 +28,7 @@ from once.protocol import (
     CONDITION_FAILED,
     Verdict,
     claim_expires_at,
+    hashed_before,
     is_takeover,
     judge_claim,
     judge_commit,
@@ -492,15 +493,22 @@ class RecordStore:
 
         return self._tried(transaction if effects is not None and effects.writes else plain)
 
-    def staged_refusal(self, record_id: str, *, payload_hash: str) -> Rejected | None:
+    def staged_refusal(
+        self, record_id: str, *, payload_hash: str, previous_hash: str | None = None
+    ) -> Rejected | None:
         """``effects="staged"``: a copy ended without its commit (business code raised, a
-        staged write was refused, the commit was canceled): read the record (strongly consistent)
-        and say whether it refuses the copy first (``protocol.judge_staged_refusal``): a
-        ``Rejected`` (DUPLICATE, CONFLICT or BUSY), or None when the copy's own reason
-        stands. One read, on that path only."""
+        staged write was refused, the commit was canceled): read the record (strongly
+        consistent) and say whether it refuses the copy first
+        (``protocol.judge_staged_refusal``): a ``Rejected`` (DUPLICATE, CONFLICT or BUSY), or
+        None when the copy's own reason stands. A CONFLICT with a record written under the
+        copy's ``previous_hash`` is judged again under that hash (``protocol.hashed_before``),
+        from the same read. One read, on that path only."""
         now_ms = int(self._clock() * 1000)
         old = self.get(record_id)
         verdict = judge_staged_refusal(old, now_ms=now_ms, payload_hash=payload_hash)
+        if verdict is Verdict.CONFLICT and old is not None and hashed_before(old, previous_hash):
+            assert previous_hash is not None
+            verdict = judge_staged_refusal(old, now_ms=now_ms, payload_hash=previous_hash)
         if verdict is Verdict.REFUSED:
             return None
         assert old is not None
