@@ -33,7 +33,7 @@ def describe(error: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Sent:
-    """How a send to SQS or SNS ended: ``ok``, or why not. ``error`` names the cause as
+    """How a send to SQS, SNS or EventBridge ended: ``ok``, or why not. ``error`` names the cause as
     ``describe`` does (a refused call), or a batch entry's ``Failed`` code
     (``Failed InvalidParameterValue``); never a value. Truthy when sent."""
 

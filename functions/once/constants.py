@@ -118,6 +118,12 @@ OUTBOX_ATTR_SEQ: Final = "once.seq"
 #: the upstream outbox message, ``<once.source>#<once.seq>`` from its attributes. (``#`` is
 #: not JMESPath, so no key expression can mean this.)
 SOURCE_KEY: Final = "once.source#once.seq"
+#: An event has no message attributes: an event an outbox sends to an EventBridge bus carries
+#: the identity in its detail, as ``"once": {"source": <once.source>, "seq": <once.seq>}``
+#: (``effects.event_detail``), where a rule's target keeps it (``$.detail.once``).
+EVENT_IDENTITY: Final = "once"
+EVENT_IDENTITY_SOURCE: Final = "source"
+EVENT_IDENTITY_SEQ: Final = "seq"
 
 # --- DynamoDB's limits on one commit ----------------------------------------------------------
 #: Elements in one TransactWriteItems, the record's completion included.

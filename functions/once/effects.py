@@ -82,6 +82,8 @@ class OutboxMessage:
     #: so that every send of it says the same. None in an outbox stored before identities
     #: named their operation: it is sent as then (``identity.legacy_source``).
     source: str | None = None
+    #: To an event bus: the event's ``Source`` and ``DetailType`` (the body is its detail).
+    event: tuple[str, str] | None = None
 
     def to_json(self) -> str:
         """How the message is stored in the record's ``outbox`` list (one string each)."""
@@ -90,6 +92,8 @@ class OutboxMessage:
             stored["g"] = self.group_id
         if self.source is not None:
             stored["s"] = self.source
+        if self.event is not None:
+            stored["e"] = list(self.event)
         if self.attributes:
             stored["a"] = [
                 [
@@ -113,15 +117,20 @@ class OutboxMessage:
                 for name, kind, value in stored.get("a", ())
             ),
             source=stored.get("s"),
+            event=(stored["e"][0], stored["e"][1]) if "e" in stored else None,
         )
 
     @property
     def fifo(self) -> bool:
-        return rules.is_fifo(self.destination)
+        return not self.to_bus and rules.is_fifo(self.destination)
 
     @property
     def to_topic(self) -> bool:
         return rules.is_topic(self.destination)
+
+    @property
+    def to_bus(self) -> bool:
+        return self.event is not None
 
 
 def item_bytes(attributes: Mapping[str, Any]) -> int:
@@ -271,24 +280,63 @@ class Effects:
         *,
         group_id: str | None = None,
         attributes: Mapping[str, str | int | float | bytes] | None = None,
+        source: str | None = None,
+        detail_type: str | None = None,
     ) -> None:
         """Stage one message for the outbox; raise ``ValueError`` if it cannot be sent or
         would push the record past DynamoDB's item size. See ``Attempt.send``."""
-        destination = _check_destination(destination, group_id)
-        to_topic = rules.is_topic(destination)
-        source = (
+        once_source = (
             identity.source_of(self.record_id, self.token) if self.record_id is not None else None
         )
+        if isinstance(destination, str) and rules.looks_like_event_bus(destination):
+            message = _event(
+                destination,
+                body,
+                once_source,
+                len(self.messages),
+                group_id=group_id,
+                attributes=attributes,
+                source=source,
+                detail_type=detail_type,
+            )
+        else:
+            if source is not None or detail_type is not None:
+                raise ValueError(
+                    "attempt.send: source= and detail_type= are an EventBridge event's; this "
+                    "destination is an SQS queue or an SNS topic (send to an event bus's ARN)"
+                )
+            message = self._message(destination, body, once_source, group_id, attributes)
+        total = outbox_bytes([*self.messages, message])
+        if total > OUTBOX_MAX_BYTES:
+            raise ValueError(
+                f"attempt.send: the outbox would take {total} bytes on the record; it is "
+                f"stored on the record, which DynamoDB holds to {c.ITEM_MAX_BYTES} bytes, so "
+                f"the outbox takes at most {OUTBOX_MAX_BYTES}. Send less per operation (a "
+                "reference to the data, not the data)"
+            )
+        self.messages.append(message)
+
+    def _message(
+        self,
+        destination: str,
+        body: Any,
+        once_source: str | None,
+        group_id: str | None,
+        attributes: Mapping[str, str | int | float | bytes] | None,
+    ) -> OutboxMessage:
+        """A message to an SQS queue or an SNS topic, held to the service's rules."""
+        destination = _check_destination(destination, group_id)
+        to_topic = rules.is_topic(destination)
         message = OutboxMessage(
             destination=destination,
             body=_body_text(body, to_topic=to_topic),
             group_id=group_id,
             attributes=_check_attributes(attributes or {}, to_topic=to_topic),
-            source=source,
+            source=once_source,
         )
         # Counted as AWS counts it, with once's own two attributes: the operation's identity
         # and this message's index in the outbox (``outbox._entry``).
-        once_own = identity_attributes(source or "", len(self.messages))
+        once_own = identity_attributes(once_source or "", len(self.messages))
         size = rules.message_bytes(message.body, (*message.attributes, *once_own))
         limit = rules.message_max_bytes(destination)
         if size > limit:
@@ -299,15 +347,107 @@ class Effects:
                 f"{c.OUTBOX_ATTR_SEQ} included); {service} takes at most {limit} bytes in one "
                 "message. Send less (a reference to the data, not the data)"
             )
-        total = outbox_bytes([*self.messages, message])
-        if total > OUTBOX_MAX_BYTES:
+        return message
+
+
+def event_detail(detail: str, once_source: str, seq: int) -> str:
+    """The ``Detail`` once sends for an event whose team's detail is ``detail`` (a JSON
+    object's text): the same text with once's identity as its first member, ``"once":
+    {"source": <once.source>, "seq": <once.seq>}``, where a rule's target finds it
+    (``$.detail.once``) and a ``SOURCE_KEY`` consumer reads it. Written into the text, not
+    parsed and dumped again, so that every send of one stored event carries the same detail."""
+    own = json.dumps(
+        {c.EVENT_IDENTITY_SOURCE: once_source, c.EVENT_IDENTITY_SEQ: seq}, separators=(",", ":")
+    )
+    inner = detail.strip()[1:]  # past the object's "{"
+    return f'{{"{c.EVENT_IDENTITY}":{own}' + ("" if inner.strip() == "}" else ",") + inner
+
+
+def _event(
+    destination: str,
+    body: Any,
+    once_source: str | None,
+    seq: int,
+    *,
+    group_id: str | None,
+    attributes: Mapping[str, Any] | None,
+    source: str | None,
+    detail_type: str | None,
+) -> OutboxMessage:
+    """An event to an EventBridge bus, held to PutEvents' rules (``sendrules``: the bus's ARN
+    in the function's region, ``Source`` and ``DetailType`` required and taken, the detail a
+    JSON object, the entry within the request's size with once's identity in it)."""
+    if not rules.is_event_bus(destination):
+        raise ValueError(
+            "attempt.send: an event bus is named by its ARN, "
+            "arn:aws:events:<region>:<account>:event-bus/<name> (the name: letters, digits "
+            "and . - _; botocore's EventBusName pattern), at most "
+            f"{rules.EVENT_BUS_NAME_MAX_CHARS} characters"
+        )
+    here = function_region()
+    there = rules.other_region(destination, here)
+    if there is not None:
+        raise ValueError(
+            f"attempt.send: the event bus is in {there} and this function in {here}; once "
+            "sends with the function's region's client, where PutEvents does not reach "
+            f"another region's bus. Send to a bus in {here} (a rule there may forward to it)"
+        )
+    if group_id is not None or attributes:
+        raise ValueError(
+            "attempt.send: an EventBridge event has no group_id and no message attributes "
+            "(PutEvents takes a Source, a DetailType and a detail): put what they carry in "
+            "the detail"
+        )
+    for problem in (rules.source_problem(source), rules.detail_type_problem(detail_type)):
+        if problem is not None:
             raise ValueError(
-                f"attempt.send: the outbox would take {total} bytes on the record; it is "
-                f"stored on the record, which DynamoDB holds to {c.ITEM_MAX_BYTES} bytes, so "
-                f"the outbox takes at most {OUTBOX_MAX_BYTES}. Send less per operation (a "
-                "reference to the data, not the data)"
+                f"attempt.send: to an event bus, pass source= and detail_type= as PutEvents "
+                f"takes them: {problem} (https://docs.aws.amazon.com/eventbridge/latest/"
+                "APIReference/API_PutEventsRequestEntry.html)"
             )
-        self.messages.append(message)
+    assert source is not None and detail_type is not None
+    try:
+        text = _body_text(body, to_topic=True)
+        detail = rules.parse_detail(text)
+    except RecursionError:
+        raise ValueError(
+            "attempt.send: the event's detail is nested too deeply for once to read (PutEvents "
+            f"reads JSON up to {rules.DETAIL_MAX_DEPTH} levels deep); send a flatter detail"
+        ) from None
+    except ValueError as error:
+        if str(error).startswith("attempt.send"):
+            raise
+        raise ValueError(
+            "attempt.send: an event's detail must be a JSON object (a dict, or its JSON text); "
+            "this body is not JSON"
+        ) from None
+    problem = rules.detail_problem(detail)
+    if problem is not None:
+        raise ValueError(
+            f"attempt.send: EventBridge would refuse this detail: {problem} (a dict, or its "
+            "JSON text; PutEventsRequestEntry.Detail)"
+        )
+    if c.EVENT_IDENTITY in detail:
+        raise ValueError(
+            f"attempt.send: the detail's \"{c.EVENT_IDENTITY}\" member is once's own (the "
+            "operation's identity, which once adds to every event); rename yours"
+        )
+    entry = {
+        "Source": source,
+        "DetailType": detail_type,
+        "Detail": event_detail(text, once_source or "", seq),
+    }
+    size = rules.event_entry_bytes(entry)
+    if size >= rules.EVENTS_REQUEST_MAX_BYTES:
+        raise ValueError(
+            f"attempt.send: the event is {size} bytes (its Source, DetailType and detail, "
+            "once's identity included); PutEvents takes less than "
+            f"{rules.EVENTS_REQUEST_MAX_BYTES} bytes in one request. Send less (a reference "
+            "to the data, not the data)"
+        )
+    return OutboxMessage(
+        destination=destination, body=text, source=once_source, event=(source, detail_type)
+    )
 
 
 def _check_element(element: Mapping[str, Any]) -> _Staged:
@@ -392,8 +532,9 @@ def _check_destination(destination: str, group_id: str | None) -> str:
         rules.is_topic(destination) or destination.startswith(("https://", "http://"))
     ):
         raise ValueError(
-            "attempt.send: the destination must be an SQS queue URL (https://...) or an SNS "
-            f"topic ARN (arn:aws:sns:...), got {type(destination).__name__}"
+            "attempt.send: the destination must be an SQS queue URL (https://...), an SNS "
+            "topic ARN (arn:aws:sns:...) or an EventBridge bus ARN (arn:aws:events:...), got "
+            f"{type(destination).__name__}"
         )
     if not rules.text_taken(destination, to_topic=True):
         raise ValueError(

@@ -199,10 +199,15 @@ class Attempt:
         *,
         group_id: str | None = None,
         attributes: Mapping[str, str | int | float | bytes] | None = None,
+        source: str | None = None,
+        detail_type: str | None = None,
     ) -> None:
-        """Stage one message to an SQS queue (its URL; standard or FIFO) or an SNS topic (its
-        ARN). ``body``: a string as it is, anything else as JSON. ``group_id``: the message
-        group, required by a FIFO target. ``attributes``: up to 8, String, Number or Binary.
+        """Stage one message to an SQS queue (its URL; standard or FIFO), an SNS topic (its
+        ARN) or an EventBridge event bus (its ARN). ``body``: a string as it is, anything else
+        as JSON. ``group_id``: the message group, required by a FIFO target. ``attributes``:
+        up to 8, String, Number or Binary. To a bus, ``body`` is the event's detail (a JSON
+        object), ``source`` and ``detail_type`` its ``Source`` and ``DetailType`` (required
+        there, refused elsewhere); the event has no group id and no attributes.
 
         The message is stored on the record in the commit and sent after it, never before;
         the source message is acknowledged only once every message of its outbox is sent. A
@@ -211,15 +216,24 @@ class Attempt:
         carries ``once.source`` (this operation: its record id and a token of its commit,
         ``once.identity``) and ``once.seq`` (its index); to a FIFO
         target its deduplication id is derived from them, and a downstream once consumer
-        keys on them with ``make_handler(key=SOURCE_KEY)``.
+        keys on them with ``make_handler(key=SOURCE_KEY)``. An event carries them in its
+        detail, as ``"once": {"source": ..., "seq": ...}`` (docs/design.md).
 
-        Raises ``ValueError`` now for a message that SQS or SNS would refuse (their
-        documented rules: no group id for a FIFO target, a group id or a text SQS does not
-        take, more than 8 attributes, a Number past 38 digits, over 1 MiB to a queue or
-        256 KiB to a topic with its attributes, a destination in another region) or an
+        Raises ``ValueError`` now for a message that SQS, SNS or EventBridge would refuse
+        (their documented rules: no group id for a FIFO target, a group id or a text SQS does
+        not take, more than 8 attributes, a Number past 38 digits, over 1 MiB to a queue or
+        256 KiB to a topic with its attributes, 1 MB to a bus, an event's detail that is no
+        JSON object, a destination in another region) or an
         outbox that would push the record past DynamoDB's 400 KB item size: nothing is
         committed that can never be delivered."""
-        self.effects.send(destination, body, group_id=group_id, attributes=attributes)
+        self.effects.send(
+            destination,
+            body,
+            group_id=group_id,
+            attributes=attributes,
+            source=source,
+            detail_type=detail_type,
+        )
 
 
 @dataclass(frozen=True)

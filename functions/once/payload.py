@@ -111,11 +111,13 @@ class BodyReader:
         if self._key is not None:
             key = self._key_of(body)
         else:
-            key, in_envelope = _source_key(attributes, message)
-            if in_envelope:
-                # What the identity names is hashed, never how SNS carried it.
+            key, carrier = _source_key(attributes, message)
+            # What the identity names is hashed, never how SNS or EventBridge carried it.
+            if carrier == _SNS:
                 hashed = without_transport(body)
                 previous = self._hash(body) if hashed is not body else None
+            elif carrier == _EVENT:
+                hashed = without_event_transport(body)
         return Parsed(body, str(key), self._hash(hashed), previous)
 
     def _hash(self, body: Any) -> str:
@@ -183,11 +185,17 @@ def _check_key_size(size: int) -> None:
         raise BadMessage(c.REASON_INVALID_KEY, f"key is longer than {c.MAX_KEY_BYTES} bytes")
 
 
-def _source_key(attributes: Any, message: Any) -> tuple[str, bool]:
-    """The identity an upstream once outbox gave the message: ``<once.source>#<once.seq>``,
-    and whether it was found in an SNS envelope (then the body is SNS's notification).
+#: Where a ``SOURCE_KEY`` identity was found, when not in SQS's message attributes.
+_SNS = "sns"
+_EVENT = "event"
 
-    Where it is found, first that holds both attributes:
+
+def _source_key(attributes: Any, message: Any) -> tuple[str, str | None]:
+    """The identity an upstream once outbox gave the message: ``<once.source>#<once.seq>``,
+    and where it was found beside SQS's attributes (``_SNS``: the body is SNS's notification;
+    ``_EVENT``: the body is an EventBridge event, or the part of one a rule's target kept).
+
+    Where it is found, first that holds both:
 
     - the SQS message's attributes (``attributes``, Lambda's shape: ``stringValue``): a
       queue the outbox sends to, or an SNS subscription with raw message delivery on, which
@@ -205,35 +213,39 @@ def _source_key(attributes: Any, message: Any) -> tuple[str, bool]:
       the ``String`` and ``Number`` types carry an identity (SNS's types are ``String``,
       ``String.Array``, ``Number`` and ``Binary``, the last base64 text:
       https://docs.aws.amazon.com/sns/latest/api/API_MessageAttributeValue.html). A DLQ copy
-      of such a message, redriven, is found the same way: its body is kept exactly.
+      of such a message, redriven, is found the same way: its body is kept exactly;
+    - else the event's detail: an event has no message attributes, and a rule's SQS target
+      sets none (its ``SqsParameters`` hold a ``MessageGroupId`` only:
+      https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_SqsParameters.html), so
+      the outbox writes the identity into the detail, ``"once": {"source": ..., "seq": ...}``
+      (``effects.event_detail``). A rule's target delivers the whole event by default
+      (``detail.once``: https://docs.aws.amazon.com/eventbridge/latest/ref/overiew-event-structure.html),
+      the detail alone with ``InputPath: "$.detail"``, or what an input transformer writes,
+      which must keep ``once`` at its top (``once``).
 
-    The SQS attributes win when both hold an identity. Both forms give one key for one
-    identity: the same checks apply to the two. Reading the body's envelope trusts no one
-    more than reading SQS's attributes does: whoever may send the body to the queue may set
-    its attributes too.
-
-    EventBridge to SQS: a rule's SQS target sets no message attributes (its
-    ``SqsParameters`` hold a ``MessageGroupId`` only:
-    https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_SqsParameters.html), and
-    an event has no standard place for them, so there is nothing to read here: a
-    ``SOURCE_KEY`` consumer behind EventBridge finds no identity and quarantines
-    (``INVALID_KEY``). Put the identity in the event instead and key on it with an
-    expression, ``envelope="detail", key="join('#', [source, to_string(seq)])"``.
+    The SQS attributes win when more than one holds an identity. Every form gives one key for
+    one identity: the same checks apply to all. Reading the body trusts no one more than
+    reading SQS's attributes does: whoever may send the body to the queue may set its
+    attributes too.
     """
     sqs = attributes if isinstance(attributes, dict) else {}
     source = _sqs_string(sqs.get(c.OUTBOX_ATTR_SOURCE))
     seq = _sqs_string(sqs.get(c.OUTBOX_ATTR_SEQ))
-    in_envelope = False
+    carrier: str | None = None
     if source is None or seq is None:
         sns = _sns_identity(message)
+        event = _event_identity(message) if sns is None else None
         if sns is not None:
-            (source, seq), in_envelope = sns, True
+            (source, seq), carrier = sns, _SNS
+        elif event is not None:
+            (source, seq), carrier = event, _EVENT
     if not isinstance(source, str) or not source or not isinstance(seq, str):
         raise BadMessage(
             c.REASON_INVALID_KEY,
             f"no {c.OUTBOX_ATTR_SOURCE} and {c.OUTBOX_ATTR_SEQ} attributes (in SQS's message "
-            "attributes or an SNS envelope): this consumer keys on the identity of messages "
-            "sent by attempt.send",
+            f'attributes or an SNS envelope) and no "{c.EVENT_IDENTITY}" in an EventBridge '
+            "event's detail: this consumer keys on the identity of messages sent by "
+            "attempt.send",
         )
     if not (seq.isascii() and seq.isdigit()):
         raise BadMessage(c.REASON_INVALID_KEY, f"{c.OUTBOX_ATTR_SEQ} is not a whole number")
@@ -244,7 +256,7 @@ def _source_key(attributes: Any, message: Any) -> tuple[str, bool]:
         raise BadMessage(
             c.REASON_INVALID_KEY, "key holds a lone surrogate: it is not Unicode text"
         ) from None
-    return key, in_envelope
+    return key, carrier
 
 
 #: What an SNS notification (raw message delivery off) holds of what its publisher sent: the
@@ -268,6 +280,52 @@ def without_transport(body: Any) -> Any:
     if not isinstance(body, dict) or body.get("Type") != "Notification":
         return body
     return {name: body[name] for name in _SNS_PUBLISHED if name in body}
+
+
+#: What an EventBridge event holds of what its publisher sent (PutEvents' ``Source``,
+#: ``DetailType``, ``Detail`` and ``Resources``); the rest is EventBridge's own: ``id`` and
+#: ``time`` new on every PutEvents ("id: A Version 4 UUID generated for every event"; "time:
+#: ... If not provided, the time stamp of the PutEvents call"), ``version``, ``account`` and
+#: ``region`` the bus's, and fields a replay adds (``replay-name``).
+#: https://docs.aws.amazon.com/eventbridge/latest/ref/overiew-event-structure.html
+_EVENT_PUBLISHED = ("source", "detail-type", "detail", "resources")
+
+
+def without_event_transport(body: Any) -> Any:
+    """What a ``SOURCE_KEY`` consumer whose identity came in an EventBridge event hashes of its
+    body: only what the publisher sent (``_EVENT_PUBLISHED``) of a whole event; the body itself
+    where a rule's target (``InputPath``, an input transformer) or ``envelope=`` kept a part.
+    Every PutEvents of one outbox event (its resend after a failed clear) is then one payload,
+    a duplicate downstream, never a CONFLICT."""
+    if not _is_event(body):
+        return body
+    return {name: body[name] for name in _EVENT_PUBLISHED if name in body}
+
+
+def _is_event(body: Any) -> bool:
+    """An EventBridge event as a rule's target delivers it by default."""
+    return (
+        isinstance(body, dict)
+        and isinstance(body.get("detail"), dict)
+        and isinstance(body.get("detail-type"), str)
+        and isinstance(body.get("source"), str)
+    )
+
+
+def _event_identity(message: Any) -> tuple[str | None, str | None] | None:
+    """``(once.source, once.seq)`` from an event's detail (``detail.once``) or from the part of
+    it a target kept (``once`` at the top: ``InputPath: "$.detail"``); None where neither is."""
+    if not isinstance(message, dict):
+        return None
+    carried = message["detail"].get(c.EVENT_IDENTITY) if _is_event(message) else None
+    if not isinstance(carried, dict):
+        carried = message.get(c.EVENT_IDENTITY)
+    if not isinstance(carried, dict):
+        return None
+    source, seq = carried.get(c.EVENT_IDENTITY_SOURCE), carried.get(c.EVENT_IDENTITY_SEQ)
+    # The outbox writes once.seq as a JSON number; bool is an int to Python, never a seq.
+    seq_text = str(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+    return (source if isinstance(source, str) else None), seq_text
 
 
 #: The SNS message attribute types whose ``Value`` is the text itself (``Binary``'s is base64,

@@ -1,5 +1,6 @@
-"""The rules SQS and SNS hold a message to, from their documentation and botocore's service
-model, so that once refuses at the call exactly what AWS refuses and nothing it accepts.
+"""The rules SQS, SNS and EventBridge hold a message (an event) to, from their documentation
+and botocore's service models, so that once refuses at the call exactly what AWS refuses and
+nothing it accepts.
 
 A message AWS would refuse, staged by ``attempt.send``, would be committed as owed and never
 sent (``owed`` on every redelivery until the DLQ); a DLQ copy SQS would refuse would fail the
@@ -17,6 +18,7 @@ them, and compiling them all is about a millisecond of every cold start.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
@@ -57,8 +59,8 @@ _LEGACY_SQS_HOST = r"([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?"
 
 
 def destination_region(destination: str) -> str | None:
-    """The region a topic ARN or a queue URL names, or None if it names none."""
-    if is_topic(destination):
+    """The region a topic's or a bus's ARN or a queue URL names, or None if it names none."""
+    if is_topic(destination) or is_event_bus(destination):
         return destination.split(":")[3] or None
     host = (urlsplit(destination).hostname or "").lower()
     if host == "queue.amazonaws.com":
@@ -75,7 +77,10 @@ def other_region(destination: str, region: str | None) -> str | None:
     Services Region" (https://docs.aws.amazon.com/sns/latest/api/API_Publish.html, botocore
     sns/2010-03-31 operation Publish). SQS: a queue is in its region's endpoint, and another
     region's URL is not found there (QueueDoesNotExist / InvalidAddress;
-    https://docs.aws.amazon.com/general/latest/gr/sqs-service.html)."""
+    https://docs.aws.amazon.com/general/latest/gr/sqs-service.html). EventBridge: a bus is a
+    resource of its region's endpoint ("Only the rules that are associated with this event bus
+    are used"; a bus in another region is reached through a global endpoint, which once does
+    not use: botocore events/2015-10-07 PutEventsRequestEntry.EventBusName)."""
     there = destination_region(destination)
     return there if region is not None and there is not None and there != region else None
 
@@ -295,3 +300,165 @@ _GROUP_ID = r"[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}"
 def group_id_taken(group_id: str) -> bool:
     """Whether SQS and SNS take ``group_id`` as a ``MessageGroupId``."""
     return pattern(_GROUP_ID).fullmatch(group_id) is not None
+
+
+# --- EventBridge -------------------------------------------------------------------------------
+
+#: An event bus's ARN, as PutEvents' ``EventBusName`` takes it (botocore events/2015-10-07
+#: ``NonPartnerEventBusNameOrArn``: 1 to 1600 characters, pattern
+#: ``(arn:aws[\w-]*:events:[a-z]+-[a-z]+-[\w-]+:[0-9]{12}:event-bus\/)?[\.\-_A-Za-z0-9]+``).
+#: once sends to a bus named by its ARN only: the ARN says the bus's region, which must be the
+#: function's.
+#: https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEventsRequestEntry.html
+_EVENT_BUS_ARN = r"arn:aws[\w-]*:events:([a-z]+-[a-z]+-[\w-]+):[0-9]{12}:event-bus/[.\-_A-Za-z0-9]+"
+EVENT_BUS_NAME_MAX_CHARS = 1600
+
+
+def is_event_bus(destination: str) -> bool:
+    """An EventBridge event bus's ARN (``arn:<partition>:events:<region>:<account>:event-bus/
+    <name>``), as PutEvents takes it."""
+    return (
+        isinstance(destination, str)
+        and len(destination) <= EVENT_BUS_NAME_MAX_CHARS
+        and pattern(_EVENT_BUS_ARN, re.ASCII).fullmatch(destination) is not None
+    )
+
+
+def looks_like_event_bus(destination: str) -> bool:
+    """Whether ``destination`` is meant as an event bus's ARN (its service is ``events``),
+    taken or not: ``attempt.send`` says why it refuses one it does not take."""
+    parts = destination.split(":")
+    return len(parts) >= 6 and parts[0] == "arn" and parts[2] == "events"
+
+
+#: Entries in one PutEvents request: 1 to 10 (botocore events/2015-10-07
+#: ``PutEventsRequestEntryList``: min 1, max 10).
+#: https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html
+EVENTS_MAX_ENTRIES = 10
+#: "The total entry size must be less than" the payload limit, for all the entries of one
+#: request together, each counted as the calculation page counts it (``event_entry_bytes``).
+#: The limit is 1 MB since January 2026 ("AWS has raised the maximum payload size from 256 KB
+#: to 1 MB for ... Amazon EventBridge",
+#: https://aws.amazon.com/blogs/compute/more-room-to-build-serverless-services-now-support-payloads-up-to-1-mb);
+#: older pages still say 256 KB. No page says whether a MB is 1,000,000 or 1,048,576 bytes:
+#: once reads the smaller, so that nothing it accepts is refused.
+#: https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevent-size.html
+EVENTS_REQUEST_MAX_BYTES = 1_000_000
+#: A PutEventsRequestEntry's ``Time``, when given, counts 14 bytes (same page). once sends none:
+#: EventBridge stamps the event with the time of the PutEvents call.
+_EVENT_TIME_BYTES = 14
+#: ``DetailType``: "Free-form string, with a maximum of 128 characters" (botocore
+#: events/2015-10-07 PutEventsRequestEntry.DetailType).
+DETAIL_TYPE_MAX_CHARS = 128
+#: "Customer-generated events can have any value [as their source], as long as it doesn't
+#: begin with 'aws.'" (the ``source`` field, https://docs.aws.amazon.com/eventbridge/latest/
+#: ref/overiew-event-structure.html), compared in lower case.
+_AWS_SOURCE_PREFIX = "aws."
+#: "PutEvents will only process nested JSON up to 1100 levels deep" (the API reference; an
+#: earlier page says 1000: once holds a detail to the smaller).
+#: https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html
+DETAIL_MAX_DEPTH = 1000
+#: "For the JSON number (integer) data type, the constraints are: a minimum value of
+#: -9,223,372,036,854,775,808 and a maximum value of 9,223,372,036,854,775,807" (same page).
+DETAIL_INT_MIN = -(2**63)
+DETAIL_INT_MAX = 2**63 - 1
+
+
+def event_entry_bytes(entry: Mapping[str, Any]) -> int:
+    """A PutEventsRequestEntry's size as EventBridge counts it: ``Time`` 14 bytes if given; the
+    UTF-8 bytes of ``Source``, ``DetailType``, ``Detail`` and each of ``Resources``.
+    https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevent-size.html"""
+    size = _EVENT_TIME_BYTES if entry.get("Time") is not None else 0
+    for name in ("Source", "DetailType", "Detail"):
+        value = entry.get(name)
+        if isinstance(value, str):
+            size += _utf8_bytes(value)
+    for resource in entry.get("Resources") or ():
+        if isinstance(resource, str):
+            size += _utf8_bytes(resource)
+    return size
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def parse_detail(text: str) -> Any:
+    """A ``Detail``'s value, parsed as strict JSON ("A valid JSON object"): Python's parser also
+    takes ``NaN`` and ``Infinity``, which JSON has not. Raises ``ValueError`` (or
+    ``RecursionError``) for a text that is not JSON."""
+    return json.loads(text, parse_constant=_not_json)
+
+
+def detail_problem(detail: Any) -> str | None:
+    """Why EventBridge would refuse ``detail`` (the parsed ``Detail``) as an event's detail, or
+    None: "A valid JSON object" (botocore events/2015-10-07 PutEventsRequestEntry.Detail),
+    nested at most ``DETAIL_MAX_DEPTH`` levels, its integers within a 64-bit signed range."""
+    if not isinstance(detail, dict):
+        return "Detail is not a JSON object"
+    stack: list[tuple[Any, int]] = [(detail, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > DETAIL_MAX_DEPTH:
+            return f"Detail is nested deeper than {DETAIL_MAX_DEPTH} levels"
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+        elif (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and not DETAIL_INT_MIN <= value <= DETAIL_INT_MAX
+        ):
+            return "Detail holds an integer outside -2^63 .. 2^63-1"
+    return None
+
+
+def source_problem(source: Any) -> str | None:
+    """Why EventBridge would refuse ``source`` as an event's ``Source``, or None: required, not
+    starting with ``aws.`` (AWS's own events), UTF-8 text."""
+    if not isinstance(source, str) or not source:
+        return "Source is a required argument"
+    if source.lower().startswith(_AWS_SOURCE_PREFIX):
+        return "Source may not begin with 'aws.' (AWS's own events)"
+    if not text_taken(source, to_topic=True):
+        return "Source is not UTF-8 text"
+    return None
+
+
+def detail_type_problem(detail_type: Any) -> str | None:
+    """Why EventBridge would refuse ``detail_type`` as an event's ``DetailType``, or None:
+    required, at most 128 characters, UTF-8 text."""
+    if not isinstance(detail_type, str) or not detail_type:
+        return "DetailType is a required argument"
+    if len(detail_type) > DETAIL_TYPE_MAX_CHARS:
+        return f"DetailType is longer than {DETAIL_TYPE_MAX_CHARS} characters"
+    if not text_taken(detail_type, to_topic=True):
+        return "DetailType is not UTF-8 text"
+    return None
+
+
+def event_entry_problem(entry: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(ErrorCode, ErrorMessage)`` as PutEvents reports one entry it fails, or None for an
+    entry it takes: ``InvalidArgument`` for a missing or refused ``Source`` or ``DetailType``
+    or a missing ``Detail`` ("Detail, DetailType, and Source are required ... If you include
+    event entries in a request that do not include each of those properties, EventBridge fails
+    that entry"), ``MalformedDetail`` for a ``Detail`` that is no valid JSON object ("The JSON
+    provided is not valid"). The codes: https://docs.aws.amazon.com/eventbridge/latest/
+    APIReference/API_PutEventsResultEntry.html. (An entry past the request's size fails the
+    whole request: ``EVENTS_REQUEST_MAX_BYTES``.)"""
+    for problem in (
+        source_problem(entry.get("Source")),
+        detail_type_problem(entry.get("DetailType")),
+    ):
+        if problem is not None:
+            return "InvalidArgument", problem
+    text = entry.get("Detail")
+    if not isinstance(text, str) or not text:
+        return "InvalidArgument", "Detail is a required argument"
+    try:
+        detail = parse_detail(text)
+    except (ValueError, RecursionError):
+        return "MalformedDetail", "Detail is malformed."
+    problem = detail_problem(detail)
+    return ("MalformedDetail", problem) if problem is not None else None
