@@ -2,7 +2,7 @@
 
 Public API::
 
-    from once import make_handler, Attempt, PermanentError, SOURCE_KEY
+    from once import make_handler, Attempt, PermanentError, TransientError, SOURCE_KEY
     lambda_handler = make_handler(process, key="orderId")
     downstream = make_handler(apply, key=SOURCE_KEY)  # keyed on an upstream outbox's identity
 
@@ -24,12 +24,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from once.constants import SOURCE_KEY
-from once.models import Attempt, PermanentError
+from once.models import Attempt, PermanentError, TransientError
 
 if TYPE_CHECKING:
     from once.handler import make_handler
 
-__all__ = ["SOURCE_KEY", "Attempt", "PermanentError", "make_handler"]
+__all__ = ["SOURCE_KEY", "Attempt", "PermanentError", "TransientError", "make_handler"]
 
 
 def __getattr__(name: str) -> Any:

@@ -21,8 +21,17 @@ class PermanentError(Exception):
     """Raised by business code when retrying cannot help (bad amount, unknown account...).
 
     The record is marked FAILED and the message is quarantined to the DLQ at once instead
-    of being redelivered until ``maxReceiveCount``.
+    of being redelivered until ``maxReceiveCount``. Its message is stored (write it for
+    operators, free of payload values).
     """
+
+
+class TransientError(Exception):
+    """Raised by business code for a failure a retry may mend (the carrier is down), with a
+    message an operator may read: SQS retries it as any other error, and its message, which
+    business code writes for operators and keeps free of payload values, is stored in the
+    record's ``error`` and the DLQ's ``once.error`` (any other error's message is not:
+    ``payload.describe_error``)."""
 
 
 class Outcome(StrEnum):

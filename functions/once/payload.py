@@ -7,8 +7,12 @@ Everything here is pure and cheap. A body that cannot yield a key is a permanent
 
 from __future__ import annotations
 
+import errno
+import functools
 import hashlib
 import json
+import socket
+import urllib.error
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +22,8 @@ from aws_lambda_powertools.utilities.jmespath_utils import PowertoolsFunctions
 from jmespath.parser import ParsedResult
 
 from once import constants as c
-from once.models import PermanentError
+from once.awserrors import error_code
+from once.models import PermanentError, TransientError
 from once.sendrules import SQS_REFUSED_CHARACTER, pattern
 
 #: Sentinel for ``validate``: hash the whole body.
@@ -451,15 +456,88 @@ def clean_text(text: str) -> str:
 def describe_error(error: BaseException) -> str:
     """What a FAILED record, the DLQ's ``once.error`` and the logs say of an error, cut short.
 
-    Its class, always. Its message only for a ``PermanentError`` (and its subclasses), whose
-    text business code writes for operators (and the README asks to keep free of payload
-    values): any other message may quote the payload, as Python's own do
-    (``invalid literal for int() with base 10: '...'``).
+    Its class, always, and what says why without a value of the payload (``why``): AWS's
+    error code and HTTP status, an HTTP status, an errno's name, a ``URLError``'s reason (its
+    class and errno), the same of the error it was raised from. Its message only for a
+    ``PermanentError`` or a ``TransientError`` (and their subclasses), whose text business
+    code writes for operators (docs/handler.md asks to keep it free of payload values): any
+    other message may quote the payload, as Python's own do (``invalid literal for int() with
+    base 10: '...'``), and so may a URL, a host name or a server's reason phrase, which are
+    never kept.
     """
-    if isinstance(error, PermanentError):
+    if isinstance(error, PermanentError | TransientError):
         try:
             text = f"{type_name(error)}: {error}"
         except Exception:  # a __str__ that raises: the class says what it can
             text = type_name(error)
         return clean_text(text)[: c.ERROR_MAX_CHARS]
-    return type_name(error)[: c.ERROR_MAX_CHARS]
+    detail = why(error)
+    text = f"{type_name(error)} ({detail})" if detail else type_name(error)
+    return text[: c.ERROR_MAX_CHARS]
+
+
+#: How many errors down a chain (``raise ... from``) ``why`` looks.
+_CAUSES = 3
+
+
+def why(error: BaseException, depth: int = 0) -> str | None:
+    """What says why ``error`` happened, made only of codes, numbers and class names (never
+    a message, a URL, a host or a reason phrase): AWS's error code and HTTP status (botocore's
+    ``ClientError``), an HTTP status (``urllib.error.HTTPError``'s ``code``, a ``requests``
+    error's ``response.status_code``), an ``OSError``'s errno by name (``ECONNREFUSED``,
+    ``EAI_NONAME`` for a name that does not resolve), a ``URLError``'s reason when it is an
+    error (its class and errno), and the same of the error it was raised from
+    (``__cause__``). None when none of these is known."""
+    parts: list[str] = []
+    response: Any = getattr(error, "response", None)
+    code = error_code(error)
+    if code:
+        parts.append(clean_text(code)[:_TYPE_NAME_MAX_CHARS])
+    status = _http_status(error, response)
+    if status is not None:
+        parts.append(f"HTTP {status}")
+    errno_name = _errno_name(error)
+    if errno_name:
+        parts.append(errno_name)
+    reason = getattr(error, "reason", None)
+    if isinstance(error, urllib.error.URLError) and isinstance(reason, BaseException):
+        inner = why(reason, depth + 1) if depth < _CAUSES else None
+        parts.append(f"reason {type_name(reason)}" + (f" ({inner})" if inner else ""))
+    cause = error.__cause__
+    if cause is not None and depth < _CAUSES:
+        inner = why(cause, depth + 1)
+        parts.append(f"from {type_name(cause)}" + (f" ({inner})" if inner else ""))
+    return ", ".join(parts) or None
+
+
+def _http_status(error: BaseException, response: Any) -> int | None:
+    status: Any = None
+    if isinstance(response, dict):
+        status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    elif response is not None:
+        status = getattr(response, "status_code", None)
+    if status is None and isinstance(error, urllib.error.HTTPError):
+        status = error.code
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        return status
+    return None
+
+
+def _errno_name(error: BaseException) -> str | None:
+    """An ``OSError``'s errno by its symbolic name (``errno.errorcode``), or a resolver's
+    (``socket.gaierror``: ``EAI_*``); a number no table names is kept as the number."""
+    number = getattr(error, "errno", None) if isinstance(error, OSError) else None
+    if not isinstance(number, int) or isinstance(number, bool):
+        return None
+    if isinstance(error, socket.gaierror):
+        return _eai_names().get(number, f"EAI {number}")
+    return errno.errorcode.get(number, f"errno {number}")
+
+
+@functools.cache
+def _eai_names() -> dict[int, str]:
+    return {
+        value: name
+        for name, value in vars(socket).items()
+        if name.startswith("EAI_") and isinstance(value, int)
+    }
