@@ -84,6 +84,10 @@ QUARANTINE_ATTR_ERROR: Final = "once.error"
 #: (``ATTR_REVIEW_FENCE``). A redriven message counts as reviewed only while the record is
 #: still FAILED by that crash.
 QUARANTINE_ATTR_FENCE: Final = "once.fence"
+#: The record's business key, where the body yielded one (not for ``INVALID_JSON``,
+#: ``INVALID_KEY``...): ``once dlq`` lists it, ``once inspect KEY`` takes it. Characters SQS
+#: refuses in a String value are written as ``\uXXXX`` (``payload.clean_text``).
+QUARANTINE_ATTR_KEY: Final = "once.key"
 #: On a DLQ copy that could not keep every attribute of the message: the names it dropped
 #: (a JSON list), the team's last ones first; once's own and the identity are never dropped.
 QUARANTINE_ATTR_DROPPED: Final = "once.dropped"

@@ -711,7 +711,7 @@ class BatchProcessor:
             # One send per record: with too little time left, the batch response comes
             # first; the message comes back and is quarantined then.
             return RecordResult(record.message_id, Outcome.DEADLINE, key, fence, takeover, reason)
-        sent = self._quarantine.send(record.raw_event, reason, error, fence=review_fence)
+        sent = self._quarantine.send(record.raw_event, reason, error, fence=review_fence, key=key)
         if not sent:
             outcome = Outcome.FAILED
             log_safely(

@@ -59,6 +59,7 @@ _OURS = (
     c.QUARANTINE_ATTR_REASON,
     c.QUARANTINE_ATTR_ERROR,
     c.QUARANTINE_ATTR_FENCE,
+    c.QUARANTINE_ATTR_KEY,
     QUARANTINE_ATTR_DROPPED,
 )
 #: AWS's error codes for a request refused for what it holds, not for who sent it or when:
@@ -158,11 +159,18 @@ class Quarantine:
         self._url = dlq_url
 
     def send(
-        self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
+        self,
+        record: dict[str, Any],
+        reason: str,
+        error: str,
+        *,
+        fence: int | None = None,
+        key: str | None = None,
     ) -> Sent:
         """``Sent`` (truthy) when the record is safely in the DLQ; otherwise why not, and the
         caller reports it failed. ``fence``: the FAILED record's, on a quarantine for review
-        (``once.fence``).
+        (``once.fence``). ``key``: the business key, where the body yielded one
+        (``once.key``).
 
         Total: whatever refuses the send (SQS, the SDK's checks of the request, a record that
         is not Lambda's shape), the message is not in the DLQ, and the answer says so with
@@ -171,7 +179,7 @@ class Quarantine:
         if not self._url:
             return Sent(False, "no DLQ configured")
         try:
-            request = self._request(self._url, record, reason, error, fence)
+            request = self._request(self._url, record, reason, error, fence, key=key)
             size = rules.request_message_bytes(request["MessageBody"], request["MessageAttributes"])
             if size > rules.SQS_MESSAGE_MAX_BYTES:
                 return Sent(False, "over SQS's 1 MiB message size with once's attributes")
@@ -179,7 +187,9 @@ class Quarantine:
                 self._client.send_message(**request)
                 return SENT
             except Exception as refused:
-                minimal = self._request(self._url, record, reason, error, fence, team=False)
+                minimal = self._request(
+                    self._url, record, reason, error, fence, key=key, team=False
+                )
                 if not _refused_for_content(refused) or minimal == request:
                     return Sent(False, describe(refused))
             self._client.send_message(**minimal)
@@ -195,6 +205,7 @@ class Quarantine:
         error: str,
         fence: int | None,
         *,
+        key: str | None = None,
         team: bool = True,
     ) -> dict[str, Any]:
         """The SendMessage request that puts ``record`` in the DLQ at ``url``: attributes in
@@ -210,6 +221,8 @@ class Quarantine:
         }
         if fence is not None:
             ours[c.QUARANTINE_ATTR_FENCE] = {"DataType": "Number", "StringValue": str(fence)}
+        if key:
+            ours[c.QUARANTINE_ATTR_KEY] = {"DataType": "String", "StringValue": clean_text(key)}
         described = clean_text(error or reason)[: c.ERROR_MAX_CHARS]
         ours[c.QUARANTINE_ATTR_ERROR] = {"DataType": "String", "StringValue": described}
         identity: dict[str, dict[str, Any]] = {}

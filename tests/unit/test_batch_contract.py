@@ -219,10 +219,16 @@ def test_a_bound_store_and_quarantine_replace_the_configured_ones_until_unbound(
 
     class Counting(Quarantine):
         def send(
-            self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
+            self,
+            record: dict[str, Any],
+            reason: str,
+            error: str,
+            *,
+            fence: int | None = None,
+            key: str | None = None,
         ) -> bool:
             sent.append(reason)
-            return super().send(record, reason, error, fence=fence)
+            return super().send(record, reason, error, fence=fence, key=key)
 
     handler.bind(store=Recording(aws.dynamodb, TABLE), quarantine=Counting(aws.sqs, aws.dlq_url))
     assert handler(sqs_event([{"orderId": "o-1"}, "not json"]), None) == {"batchItemFailures": []}

@@ -293,9 +293,15 @@ class CrashingQuarantine(Quarantine):
         self._switch = switch
 
     def send(
-        self, record: dict[str, Any], reason: str, error: str, *, fence: int | None = None
+        self,
+        record: dict[str, Any],
+        reason: str,
+        error: str,
+        *,
+        fence: int | None = None,
+        key: str | None = None,
     ) -> Sent:
         with self._switch.call():
-            sent = super().send(record, reason, error, fence=fence)
+            sent = super().send(record, reason, error, fence=fence, key=key)
         self._switch.check()
         return sent
