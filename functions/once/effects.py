@@ -36,6 +36,12 @@ _RECORD_OVERHEAD_BYTES = 4 * 1024
 #: What the outbox may take on the record: the item's limit less the largest stored result
 #: and the record's other attributes.
 OUTBOX_MAX_BYTES = c.ITEM_MAX_BYTES - c.RESULT_CAP_BYTES - _RECORD_OVERHEAD_BYTES
+#: How deep once holds an event's detail: PutEvents reads JSON "up to 1100 levels deep" (an
+#: earlier page: 1000; ``sendrules.PUT_EVENTS_MAX_DEPTH``), but once reads it with Python's
+#: parser, by recursion within the interpreter's limit of 1000 frames, shared with the stack
+#: business code calls ``attempt.send`` from; and a downstream ``SOURCE_KEY`` consumer reads
+#: the whole event, one level deeper. Half the limit leaves room for both.
+DETAIL_MAX_DEPTH = 500
 #: once's own attribute names (its identity attributes), refused to business code.
 _ONCE_PREFIX = "once."
 
@@ -406,22 +412,24 @@ def _event(
                 "APIReference/API_PutEventsRequestEntry.html)"
             )
     assert source is not None and detail_type is not None
+    text = _detail_text(body)
+    too_deep = ValueError(
+        f"attempt.send: the event's detail is nested deeper than {DETAIL_MAX_DEPTH} levels, "
+        "which once holds a detail to (PutEvents reads 1000; once's own reader, here and "
+        "downstream, reads JSON by recursion within Python's limit): send a flatter detail"
+    )
     try:
-        text = _body_text(body, to_topic=True)
         detail = rules.parse_detail(text)
     except RecursionError:
+        raise too_deep from None
+    except ValueError:
         raise ValueError(
-            "attempt.send: the event's detail is nested too deeply for once to read (PutEvents "
-            f"reads JSON up to {rules.DETAIL_MAX_DEPTH} levels deep); send a flatter detail"
+            "attempt.send: an event's detail must be a JSON object (a dict, or its JSON text; "
+            "PutEventsRequestEntry.Detail); this body is not JSON"
         ) from None
-    except ValueError as error:
-        if str(error).startswith("attempt.send"):
-            raise
-        raise ValueError(
-            "attempt.send: an event's detail must be a JSON object (a dict, or its JSON text); "
-            "this body is not JSON"
-        ) from None
-    problem = rules.detail_problem(detail)
+    problem = rules.detail_problem(detail, max_depth=DETAIL_MAX_DEPTH)
+    if problem is not None and "nested" in problem:
+        raise too_deep
     if problem is not None:
         raise ValueError(
             f"attempt.send: EventBridge would refuse this detail: {problem} (a dict, or its "
@@ -566,23 +574,58 @@ def _check_destination(destination: str, group_id: str | None) -> str:
     return destination
 
 
+def _detail_text(body: Any) -> str:
+    """An event's detail as text: a string as it is, anything else as its JSON, refused in
+    PutEvents' terms when it cannot be one (empty, or not UTF-8)."""
+    try:
+        text = body if isinstance(body, str) else _json_text(body)
+    except RecursionError:
+        raise ValueError(
+            f"attempt.send: the event's detail is nested deeper than {DETAIL_MAX_DEPTH} levels, "
+            "which once holds a detail to: send a flatter detail"
+        ) from None
+    if not text.strip():
+        raise ValueError(
+            "attempt.send: an event's detail must be a JSON object (a dict, or its JSON text; "
+            "PutEventsRequestEntry.Detail); this one is empty"
+        )
+    if not rules.text_taken(text, to_topic=True):
+        raise ValueError(
+            "attempt.send: the event's detail holds a lone surrogate, and PutEvents takes UTF-8 "
+            "text only: send valid text (or a dict, whose JSON escapes it)"
+        )
+    return text
+
+
+def _json_text(body: Any) -> str:
+    """``body`` as compact JSON, Powertools' encoder's way (Decimals as their exact text...).
+    Raises ``RecursionError`` for a value nested past Python's limit, ``ValueError`` for one
+    JSON cannot hold."""
+    # Imported here: ``once`` is imported when pytest starts (the testing kit's plugin),
+    # where importing Powertools would cost every test session.
+    from aws_lambda_powertools.shared.json_encoder import Encoder
+
+    try:
+        return json.dumps(body, cls=Encoder, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise
+    except Exception as error:
+        raise ValueError(
+            f"attempt.send: the body ({type(body).__name__}) cannot be sent as JSON "
+            f"({type(error).__name__}); pass a string or a JSON value"
+        ) from None
+
+
 def _body_text(body: Any, *, to_topic: bool) -> str:
     """A message body: a string as it is, anything else as its JSON (ASCII: JSON escapes
     control characters and every non-ASCII one, so SQS and SNS take any JSON body)."""
-    if isinstance(body, str):
-        text = body
-    else:
-        # Imported here: ``once`` is imported when pytest starts (the testing kit's plugin),
-        # where importing Powertools would cost every test session.
-        from aws_lambda_powertools.shared.json_encoder import Encoder
-
-        try:
-            text = json.dumps(body, cls=Encoder, separators=(",", ":"), allow_nan=False)
-        except Exception as error:
-            raise ValueError(
-                f"attempt.send: the body ({type(body).__name__}) cannot be sent as JSON "
-                f"({type(error).__name__}); pass a string or a JSON value"
-            ) from None
+    try:
+        text = body if isinstance(body, str) else _json_text(body)
+    except RecursionError:
+        raise ValueError(
+            f"attempt.send: the body ({type(body).__name__}) cannot be sent as JSON "
+            "(RecursionError); pass a string or a JSON value"
+        ) from None
     if not text:
         raise ValueError("attempt.send: SQS and SNS take no empty body")
     if not rules.text_taken(text, to_topic=to_topic):

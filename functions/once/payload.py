@@ -190,9 +190,12 @@ def _check_key_size(size: int) -> None:
         raise BadMessage(c.REASON_INVALID_KEY, f"key is longer than {c.MAX_KEY_BYTES} bytes")
 
 
-#: Where a ``SOURCE_KEY`` identity was found, when not in SQS's message attributes.
+#: Where a ``SOURCE_KEY`` identity was found, when not in SQS's message attributes: an SNS
+#: notification's ``MessageAttributes``, a whole EventBridge event's ``detail.once``, or the
+#: top-level ``once`` of the part of an event a rule's target delivered.
 _SNS = "sns"
 _EVENT = "event"
+_EVENT_PART = "event-part"
 
 
 def _source_key(attributes: Any, message: Any) -> tuple[str, str | None]:
@@ -226,7 +229,10 @@ def _source_key(attributes: Any, message: Any) -> tuple[str, str | None]:
       (``effects.event_detail``). A rule's target delivers the whole event by default
       (``detail.once``: https://docs.aws.amazon.com/eventbridge/latest/ref/overiew-event-structure.html),
       the detail alone with ``InputPath: "$.detail"``, or what an input transformer writes,
-      which must keep ``once`` at its top (``once``).
+      which must keep ``once`` at its top. The top-level ``once`` is read first: a whole
+      event has none (its members are EventBridge's), nor has an SNS notification, while the
+      team's detail may be either, forwarded (its own ``detail.once`` or
+      ``MessageAttributes`` are another operation's identity).
 
     The SQS attributes win when more than one holds an identity. Every form gives one key for
     one identity: the same checks apply to all. Reading the body trusts no one more than
@@ -238,9 +244,17 @@ def _source_key(attributes: Any, message: Any) -> tuple[str, str | None]:
     seq = _sqs_string(sqs.get(c.OUTBOX_ATTR_SEQ))
     carrier: str | None = None
     if source is None or seq is None:
-        sns = _sns_identity(message)
-        event = _event_identity(message) if sns is None else None
-        if sns is not None:
+        # The top-level ``once`` first: the outbox wrote it at the top of what this target
+        # delivered (``InputPath: "$.detail"``, a transformer), and neither a whole event nor
+        # an SNS notification has one, while a team's detail may hold either, forwarded.
+        part = (
+            _carried_identity(message.get(c.EVENT_IDENTITY)) if isinstance(message, dict) else None
+        )
+        sns = _sns_identity(message) if part is None else None
+        event = _event_identity(message) if part is None and sns is None else None
+        if part is not None:
+            (source, seq), carrier = part, _EVENT_PART
+        elif sns is not None:
             (source, seq), carrier = sns, _SNS
         elif event is not None:
             (source, seq), carrier = event, _EVENT
@@ -318,13 +332,16 @@ def _is_event(body: Any) -> bool:
 
 
 def _event_identity(message: Any) -> tuple[str | None, str | None] | None:
-    """``(once.source, once.seq)`` from an event's detail (``detail.once``) or from the part of
-    it a target kept (``once`` at the top: ``InputPath: "$.detail"``); None where neither is."""
-    if not isinstance(message, dict):
-        return None
-    carried = message["detail"].get(c.EVENT_IDENTITY) if _is_event(message) else None
-    if not isinstance(carried, dict):
-        carried = message.get(c.EVENT_IDENTITY)
+    """``(once.source, once.seq)`` from a whole event's detail (``detail.once``); None when the
+    body is no event or its detail holds none."""
+    return (
+        _carried_identity(message["detail"].get(c.EVENT_IDENTITY)) if _is_event(message) else None
+    )
+
+
+def _carried_identity(carried: Any) -> tuple[str | None, str | None] | None:
+    """``(once.source, once.seq)`` from the ``once`` member an outbox wrote into an event's
+    detail (``{"source": ..., "seq": <number>}``); None when ``carried`` is no such object."""
     if not isinstance(carried, dict):
         return None
     source, seq = carried.get(c.EVENT_IDENTITY_SOURCE), carried.get(c.EVENT_IDENTITY_SEQ)

@@ -355,9 +355,10 @@ DETAIL_TYPE_MAX_CHARS = 128
 #: ref/overiew-event-structure.html), compared in lower case.
 _AWS_SOURCE_PREFIX = "aws."
 #: "PutEvents will only process nested JSON up to 1100 levels deep" (the API reference; an
-#: earlier page says 1000: once holds a detail to the smaller).
+#: earlier page says 1000: the smaller is taken). once holds its own events to less
+#: (``effects.DETAIL_MAX_DEPTH``).
 #: https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html
-DETAIL_MAX_DEPTH = 1000
+PUT_EVENTS_MAX_DEPTH = 1000
 #: "For the JSON number (integer) data type, the constraints are: a minimum value of
 #: -9,223,372,036,854,775,808 and a maximum value of 9,223,372,036,854,775,807" (same page).
 DETAIL_INT_MIN = -(2**63)
@@ -390,17 +391,17 @@ def parse_detail(text: str) -> Any:
     return json.loads(text, parse_constant=_not_json)
 
 
-def detail_problem(detail: Any) -> str | None:
+def detail_problem(detail: Any, max_depth: int = PUT_EVENTS_MAX_DEPTH) -> str | None:
     """Why EventBridge would refuse ``detail`` (the parsed ``Detail``) as an event's detail, or
     None: "A valid JSON object" (botocore events/2015-10-07 PutEventsRequestEntry.Detail),
-    nested at most ``DETAIL_MAX_DEPTH`` levels, its integers within a 64-bit signed range."""
+    nested at most ``max_depth`` levels, its integers within a 64-bit signed range."""
     if not isinstance(detail, dict):
         return "Detail is not a JSON object"
     stack: list[tuple[Any, int]] = [(detail, 1)]
     while stack:
         value, depth = stack.pop()
-        if depth > DETAIL_MAX_DEPTH:
-            return f"Detail is nested deeper than {DETAIL_MAX_DEPTH} levels"
+        if depth > max_depth:
+            return f"Detail is nested deeper than {max_depth} levels"
         if isinstance(value, dict):
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list):

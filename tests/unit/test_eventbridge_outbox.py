@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from once import SOURCE_KEY
 from once import constants as c
 from once import sendrules as rules
-from once.effects import Effects, OutboxMessage, event_detail
+from once.effects import DETAIL_MAX_DEPTH, Effects, OutboxMessage, event_detail
 from once.outbox import Outbox
 from once.payload import WHOLE_BODY, BadMessage, BodyReader
 
@@ -151,12 +151,23 @@ def test_an_event_eventbridge_would_refuse_fails_at_the_call(
     assert not effects.messages
 
 
-def test_a_detail_nested_deeper_than_eventbridge_reads_fails_at_the_call() -> None:
-    depth = rules.DETAIL_MAX_DEPTH + 1
-    with pytest.raises(ValueError, match="nested too deeply"):
-        staged('{"d":' * depth + "{}" + "}" * depth)
-    assert rules.detail_problem(_nested(depth)) is not None
-    assert rules.detail_problem(_nested(rules.DETAIL_MAX_DEPTH - 1)) is None
+@pytest.mark.parametrize("depth", [DETAIL_MAX_DEPTH + 1, 990, rules.PUT_EVENTS_MAX_DEPTH + 1, 5000])
+@pytest.mark.parametrize("as_text", [True, False])
+def test_a_detail_nested_deeper_than_once_holds_fails_at_the_call_in_those_words(
+    depth: int, as_text: bool
+) -> None:
+    body = '{"d":' * (depth - 1) + "{}" + "}" * (depth - 1) if as_text else _nested(depth)
+    with pytest.raises(ValueError, match=f"nested deeper than {DETAIL_MAX_DEPTH} levels"):
+        staged(body)
+    assert rules.detail_problem(_nested(rules.PUT_EVENTS_MAX_DEPTH + 1)) is not None
+    assert rules.detail_problem(_nested(rules.PUT_EVENTS_MAX_DEPTH)) is None
+
+
+def test_a_detail_as_deep_as_once_holds_is_sent_and_read_back_downstream() -> None:
+    effects = staged(_nested(DETAIL_MAX_DEPTH))
+    client = Events()
+    assert sent(effects, client)
+    assert read(delivered(client.calls[0][0])).key.endswith("#0")
 
 
 def _nested(depth: int) -> dict[str, Any]:
