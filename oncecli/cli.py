@@ -1,5 +1,5 @@
 """The ``once`` command a team runs on its own app: ``up``, ``send``, ``status``,
-``inspect``, ``redrive``.
+``inspect``, ``dlq``, ``redrive``, ``logs``, ``event``, ``invoke``.
 
 Why one thin module: argument parsing, exit codes and signal handling live here; the work
 lives in ``localcloud`` and ``operate``. Expected failures are ``CliError``s, printed as one
@@ -303,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="G",
         help="from a FIFO queue, every record in message group G (default: a standard queue)",
     )
+    from oncecli.invoke import add_event_arguments
+
+    add_event_arguments(event)
 
     invoke = _sub(
         sub,
@@ -357,6 +360,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="CDK context, as given to `once up` (default: none)",
     )
+
+    from oncecli import dlq as dlq_command
+
+    dlq = _sub(sub, "dlq", dlq_command.HELP, epilog(*target_failures))
+    dlq_command.add_arguments(dlq)
+    _target_args(dlq, every_consumer=True)
 
     redrive = _sub(
         sub,
@@ -519,6 +528,10 @@ def main(argv: list[str] | None = None) -> int:
             from oncecli.invoke import invoke
 
             return invoke(args, console, context_pairs(args.context))
+        if args.command == "dlq":
+            from oncecli.dlq import dlq
+
+            return dlq(args, console)
         if args.command == "logs":
             from oncecli.logs import logs
 

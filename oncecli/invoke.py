@@ -9,6 +9,11 @@ enforced, every AWS call it makes going to the local cloud ``once up`` serves
 (``LocalCloud.attach``). What Lambda does with the answer (which messages are deleted) is
 judged by AWS's rules for a batch response (``localcloud.batchrules``) and printed; no
 message is deleted: the event's records were never in the queue.
+
+``once event`` writes message attributes too (``--attribute``), and the identity an upstream
+once outbox gives a message (``--identity``, ``--source-of``: ``once.source`` and
+``once.seq``, what a consumer keyed on ``SOURCE_KEY`` reads), each checked by SQS's own rules
+(``once.sendrules``) so that an event holds nothing a queue would refuse.
 """
 
 from __future__ import annotations
@@ -21,12 +26,16 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from once import constants as c
+from once import identity
+from once import sendrules as rules
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, STACK_ENV
 from oncecli.errors import CliError, UsageError
 from oncecli.localcloud.batchrules import MALFORMED, decide
@@ -38,17 +47,28 @@ from oncecli.project import Project
 EXAMPLE_QUEUE = "once-event"
 
 
+#: A message attribute as SendMessage takes it: its name, data type and value.
+Attribute = tuple[str, str, str]
+
+
 def event(
-    bodies: list[str], *, fifo_group: str | None = None, queue_arn: str | None = None
+    bodies: list[str],
+    *,
+    fifo_group: str | None = None,
+    queue_arn: str | None = None,
+    message_attributes: Sequence[Sequence[Attribute]] = (),
 ) -> dict[str, Any]:
     """An SQS event for Lambda holding ``bodies``, each a record as the event source
     mapping hands it over: a new message id, a first receive, from a FIFO queue in group
-    ``fifo_group`` (with a deduplication id and a sequence number) if given."""
+    ``fifo_group`` (with a deduplication id and a sequence number) if given, with the
+    message attributes ``message_attributes`` gives for it (one sequence a body, if given),
+    in Lambda's shape (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html)."""
     suffix = ".fifo" if fifo_group is not None else ""
     arn = queue_arn or f"arn:aws:sqs:{LOCAL_REGION}:{LOCAL_ACCOUNT}:{EXAMPLE_QUEUE}{suffix}"
     now_ms = int(time.time() * 1000)
     records = []
-    for n, body in enumerate(bodies):
+    per_body = list(message_attributes) or [()] * len(bodies)
+    for n, (body, own) in enumerate(zip(bodies, per_body, strict=True)):
         attributes = {
             "ApproximateReceiveCount": "1",
             "SentTimestamp": str(now_ms),
@@ -67,9 +87,105 @@ def event(
             "Body": body,
             "Attributes": attributes,
             "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # SQS digests a body so
+            "MessageAttributes": {
+                name: {"DataType": data_type, "StringValue": value}
+                for name, data_type, value in own
+            },
         }
         records.append(event_record(message, arn, LOCAL_REGION))
     return {"Records": records}
+
+
+def add_event_arguments(parser: argparse.ArgumentParser) -> None:
+    """``once event``'s options for message attributes: the team's, and the identity an
+    upstream once outbox gives a message (what a consumer keyed on ``SOURCE_KEY`` reads)."""
+    parser.add_argument(
+        "--attribute",
+        action="append",
+        metavar="NAME[:TYPE]=VALUE",
+        help="a message attribute on every record, repeatable: NAME=VALUE a String, "
+        "NAME:Number=VALUE a Number (a custom label too, e.g. NAME:Number.int=3); names and "
+        "values as SQS takes them (default: none)",
+    )
+    identities = parser.add_mutually_exclusive_group()
+    identities.add_argument(
+        "--identity",
+        metavar="SOURCE#SEQ",
+        help=f"{c.OUTBOX_ATTR_SOURCE}=SOURCE and {c.OUTBOX_ATTR_SEQ}=SEQ on every record, "
+        "e.g. an identity copied from a log line or `once dlq` (default: none)",
+    )
+    identities.add_argument(
+        "--source-of",
+        metavar="RECORD_ID",
+        help="the records as one new operation of the upstream record RECORD_ID (its "
+        "service#key, e.g. refunds#r-1) sends them from its outbox: "
+        f"{c.OUTBOX_ATTR_SOURCE} = RECORD_ID escaped @ a new token, {c.OUTBOX_ATTR_SEQ} = "
+        "0, 1, ... (default: none)",
+    )
+
+
+def parse_attribute(pair: str) -> Attribute:
+    """``NAME=VALUE`` (a String) or ``NAME:TYPE=VALUE`` as an attribute, checked by SQS's
+    rules (``once.sendrules``); a ``UsageError`` says what SQS would refuse."""
+    spec, sep, value = pair.partition("=")
+    if not sep:
+        raise UsageError(f"--attribute {pair!r}: expected NAME=VALUE or NAME:Number=VALUE")
+    name, _, data_type = spec.partition(":")
+    data_type = data_type or "String"
+    if not rules.attribute_name_taken(name):
+        raise UsageError(
+            f"--attribute {pair!r}: SQS refuses the name {name!r} (A-Z a-z 0-9 _ - . only, "
+            "up to 256, not starting with AWS. or Amazon., no period first, last or twice in "
+            "a row)"
+        )
+    base = rules.data_type_base(data_type)
+    if base not in ("String", "Number"):
+        raise UsageError(
+            f"--attribute {pair!r}: the type must be String or Number (with a custom label "
+            f"if wanted, e.g. Number.int), not {data_type!r}"
+        )
+    if not rules.value_taken(base, value, to_topic=False):
+        rule = (
+            "a number of up to 38 digits, between 10^-128 and 10^126"
+            if base == "Number"
+            else "not empty, and no control character but tab, newline and carriage return"
+        )
+        raise UsageError(f"--attribute {pair!r}: SQS refuses the value as a {base} ({rule})")
+    return name, data_type, value
+
+
+def _identity(text: str) -> tuple[str, int]:
+    """``--identity SOURCE#SEQ`` as its source and seq (the ``#`` is the last one)."""
+    source, sep, seq = text.rpartition("#")
+    if not sep or not seq.isdigit() or not rules.text_taken(source, to_topic=False):
+        raise UsageError(
+            f"--identity {text!r}: expected SOURCE#SEQ, SEQ a whole number (as a SOURCE_KEY "
+            "key reads, e.g. refunds#r-1@9552ed89e9144924b35b35d514cd9d09#0)"
+        )
+    return source, int(seq)
+
+
+def event_attributes(args: argparse.Namespace, count: int) -> list[tuple[Attribute, ...]]:
+    """Each of ``count`` (at least 1) records' attributes, as ``--attribute``,
+    ``--identity`` and ``--source-of`` give them."""
+    given = [parse_attribute(pair) for pair in args.attribute or []]
+    if args.identity:
+        identities = [identity.identity_attributes(*_identity(args.identity))] * count
+    elif args.source_of:
+        source = identity.source_of(args.source_of, identity.new_token())
+        identities = [identity.identity_attributes(source, n) for n in range(count)]
+    else:
+        identities = [()] * count
+    found = [(*given, *own) for own in identities]
+    names = [name for name, _, _ in found[0]]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"attribute {', '.join(twice)} given twice: give each name once")
+    if len(names) > rules.MAX_ATTRIBUTES:
+        raise UsageError(
+            f"{len(names)} attributes: SQS takes at most {rules.MAX_ATTRIBUTES} on a message"
+        )
+    return found
 
 
 def write_event(args: argparse.Namespace) -> int:
@@ -79,7 +195,9 @@ def write_event(args: argparse.Namespace) -> int:
         bodies += [line for line in Path(args.file).read_text().splitlines() if line.strip()]
     if not bodies:
         raise UsageError("no body: pass each message body as an argument, or --file JSONL")
-    print(json.dumps(event(bodies, fifo_group=args.fifo_group), indent=2))
+    attributes = event_attributes(args, len(bodies))
+    written = event(bodies, fifo_group=args.fifo_group, message_attributes=attributes)
+    print(json.dumps(written, indent=2))
     return 0
 
 

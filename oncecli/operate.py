@@ -551,7 +551,12 @@ def inspect(args: argparse.Namespace, console: Console) -> int:
         ConsistentRead=True,
     ).get("Item")
     if not item:
-        where = f"no record {record_id} in {target.outputs['IdempotencyTableName']}"
+        where = (
+            f"no record {record_id} in {target.outputs['IdempotencyTableName']}: the key was "
+            'never committed or claimed, or its record expired. Under effects="staged" a '
+            "copy that failed writes nothing (a refused commit's message is in the DLQ with "
+            "once.reason=WRITE_REFUSED): `once dlq` lists the DLQ's keys and why"
+        )
         raise RecordNotFound(f"{where} ({target.prefix_note})" if target.prefix_note else where)
 
     def value(name: str) -> str | None:

@@ -63,6 +63,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "commands",
         (
             "oncecli.operate",
+            "oncecli.dlq",
             "oncecli.redrive",
             "oncecli.logs",
             "oncecli.invoke",
