@@ -183,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     env = _sub(
         sub,
         "env",
-        "print the shell exports (and an alias) with which the AWS CLI, version 1 or 2, and "
+        "print the shell exports (and a function, awsonce) with which the AWS CLI, version 1 "
+        "or 2, and "
         'the SDKs reach the local cloud: eval "$(once env)"',
         epilog(),
     )
@@ -405,8 +406,9 @@ def _env(args: argparse.Namespace) -> int:
     The rules they follow: the AWS CLI v2 and the SDKs take ``AWS_ENDPOINT_URL`` and
     ``AWS_ENDPOINT_URL_<SERVICE>`` (AWS SDKs and Tools Reference Guide, "Service-specific
     endpoints"); version 1 of the CLI reads neither for SQS and takes its region from
-    ``AWS_DEFAULT_REGION``, not ``AWS_REGION``: both regions are set, and the alias passes
-    ``--endpoint-url`` on every call, which both versions honour."""
+    ``AWS_DEFAULT_REGION``, not ``AWS_REGION``: both regions are set, and the function
+    ``awsonce`` passes ``--endpoint-url`` on every call, which both versions honour. A shell
+    function, not an alias: a non-interactive shell (a script) does not expand aliases."""
     region = LOCAL_REGION
     lines = [
         "# once env: the local cloud for the AWS CLI (v1 and v2) and the SDKs",
@@ -419,11 +421,24 @@ def _env(args: argparse.Namespace) -> int:
     if args.dynamodb_endpoint_url:
         lines.append(f"export AWS_ENDPOINT_URL_DYNAMODB={args.dynamodb_endpoint_url}")
     lines += [
-        "# AWS CLI v1 ignores AWS_ENDPOINT_URL for SQS: call it as awsonce",
-        f"alias awsonce='aws --endpoint-url {args.endpoint_url}'",
+        "# AWS CLI v1 ignores AWS_ENDPOINT_URL for SQS: call it as awsonce (a function, so",
+        "# that it works in a script as in a terminal, where an alias would not)",
+        f'awsonce() {{ aws --endpoint-url {args.endpoint_url} "$@"; }}',
     ]
     print("\n".join(lines))
     return 0
+
+
+#: Columns when stdout is no terminal (a pipe, a file, CI's log): wide enough that no title
+#: or row wraps where a script or a person's ``grep`` would cut it. A terminal's own width
+#: is kept.
+_PIPE_WIDTH = 4096
+
+
+def _console() -> Console:
+    """The commands' console: the terminal's width, or, piped, one line per table row."""
+    console = Console()
+    return console if console.is_terminal else Console(width=_PIPE_WIDTH)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -513,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     """Console script entry point; returns (and exits with) the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    console = Console()
+    console = _console()
 
     def work() -> int:
         if args.command == "up":

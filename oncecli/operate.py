@@ -584,7 +584,7 @@ def inspect(args: argparse.Namespace, console: Console) -> int:
         ("review_fence", c.ATTR_REVIEW_FENCE),
     ):
         if value(name) is not None:
-            table.add_row(label, value(name))
+            table.add_row(label, _shown(name, value(name)))
     owed = Record.from_item(item).outbox
     if owed:
         # Where they go, never what they say: bodies are payload values.
@@ -596,6 +596,26 @@ def inspect(args: argparse.Namespace, console: Console) -> int:
         )
     console.print(table)
     return 0
+
+
+#: The record's times, and their unit: ``expires_at`` is DynamoDB's TTL attribute, in epoch
+#: seconds ("Unix epoch time format in seconds": https://docs.aws.amazon.com/amazondynamodb/
+#: latest/developerguide/time-to-live-ttl-before-you-start.html); ``updated_at`` is once's,
+#: in milliseconds (``store.py``'s ``:now_ms``).
+_TIMES = {c.ATTR_EXPIRES_AT: 1, c.ATTR_UPDATED_AT: 1000}
+
+
+def _shown(name: str, raw: str | None) -> str | None:
+    """A record's attribute as ``once inspect`` shows it: a time as ISO 8601 in UTC (the
+    stored number beside it), anything else as stored."""
+    per_second = _TIMES.get(name)
+    if raw is None or per_second is None:
+        return raw
+    try:
+        moment = datetime.fromtimestamp(int(raw) / per_second, UTC)
+    except (ValueError, OverflowError, OSError):
+        return raw
+    return f"{moment.isoformat(timespec='seconds').replace('+00:00', 'Z')} ({raw})"
 
 
 def _arn(sqs: Any, url: str) -> str:

@@ -360,17 +360,40 @@ def test_a_taken_port_is_refused_with_the_process_that_holds_it():
 
 def test_once_env_sets_what_aws_cli_v1_and_v2_read(capsys):
     """AWS CLI v1 takes its region from AWS_DEFAULT_REGION only and ignores
-    AWS_ENDPOINT_URL for SQS: both regions are exported and the alias passes
+    AWS_ENDPOINT_URL for SQS: both regions are exported and the function awsonce passes
     --endpoint-url on every call; v2 and the SDKs read AWS_ENDPOINT_URL."""
     assert main(["env", "--endpoint-url", "http://127.0.0.1:4999"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "export AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1" in lines
     assert "export AWS_ENDPOINT_URL=http://127.0.0.1:4999" in lines
-    assert "alias awsonce='aws --endpoint-url http://127.0.0.1:4999'" in lines
+    assert 'awsonce() { aws --endpoint-url http://127.0.0.1:4999 "$@"; }' in lines
     assert "unset AWS_PROFILE AWS_SESSION_TOKEN" in lines
     assert not [line for line in lines if "DYNAMODB" in line]
     assert main(["env", "--dynamodb-endpoint-url", "http://127.0.0.1:5000"]) == 0
     assert "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:5000" in capsys.readouterr().out
+
+
+def test_once_env_works_in_a_script_where_an_alias_would_not(capsys, tmp_path):
+    """A non-interactive shell (a script, CI) does not expand aliases: what ``eval "$(once
+    env)"`` defines must work there. A stand-in ``aws`` on PATH prints what it was given."""
+    assert main(["env", "--endpoint-url", "http://127.0.0.1:4999"]) == 0
+    exports = capsys.readouterr().out
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "aws").write_text('#!/bin/sh\necho "aws $*"\n')
+    (fake / "aws").chmod(0o755)
+    script = tmp_path / "script.sh"
+    script.write_text(f'eval "$(cat {tmp_path / "env.sh"})"\nawsonce sqs list-queues\n')
+    (tmp_path / "env.sh").write_text(exports)
+    for shell in ("sh", "bash"):
+        ran = subprocess.run(
+            [shell, str(script)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"},
+            check=True,
+        )
+        assert ran.stdout.strip() == "aws --endpoint-url http://127.0.0.1:4999 sqs list-queues"
 
 
 def test_once_event_writes_an_sqs_event_that_once_invoke_reads(capsys, tmp_path):

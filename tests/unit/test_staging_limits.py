@@ -235,7 +235,9 @@ def test_a_group_id_to_a_standard_topic_is_taken_as_sns_takes_it_for_fair_queues
 def test_a_destination_that_is_neither_a_queue_url_nor_a_topic_arn_is_refused(
     destination: Any,
 ) -> None:
-    with pytest.raises(ValueError, match=r"SQS queue URL .*, an SNS topic ARN .* or an EventBridge bus ARN"):
+    with pytest.raises(
+        ValueError, match=r"SQS queue URL .*, an SNS topic ARN .* or an EventBridge bus ARN"
+    ):
         attempt().send(destination, "body")
 
 
