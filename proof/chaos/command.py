@@ -66,10 +66,18 @@ KNOWN_IMPLEMENTATIONS = (
     "once-atomic",
     "once-staged",
     "once-atomic-sns",
+    "once-atomic-events",
     "powertools-two-hop",
 )
 #: The consumers that must keep every invariant (the exit code says whether they did).
-ONCE_CONSUMERS = ("once", "once-nobackoff", "once-atomic", "once-staged", "once-atomic-sns")
+ONCE_CONSUMERS = (
+    "once",
+    "once-nobackoff",
+    "once-atomic",
+    "once-staged",
+    "once-atomic-sns",
+    "once-atomic-events",
+)
 _ALL_OFF = {k: 0.0 for k in DEFAULT_RATES} | {"skew": 0, "redrive": 0, "ttl_sweep": 0}
 #: The shortest ``--retention-s``: longer than an invocation can run from its claim to its
 #: business code, so that a retention window is something the invariants can judge.
@@ -85,8 +93,8 @@ EPILOG = epilog(
     EngineFailed,
     HarnessFailed,
     ExampleShadowed,
-    failure="once (with or without backoff, once-atomic, once-staged or once-atomic-sns) "
-    "violated an invariant or lost a message",
+    failure="once (with or without backoff, once-atomic, once-staged, once-atomic-sns or "
+    "once-atomic-events) violated an invariant or lost a message",
 )
 
 
@@ -158,7 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
         "outbox to a second queue, applied by a second once consumer keyed on SOURCE_KEY), "
         'once-staged (the same business code built with effects="staged": no claim, one '
         "write commits it), once-atomic-sns (once-atomic with an SNS hop: hop 1 publishes to "
-        "a topic that feeds hop 2's queue, raw message delivery off), powertools-two-hop (the "
+        "a topic that feeds hop 2's queue, raw message delivery off), once-atomic-events "
+        "(once-atomic through EventBridge: hop 1 puts events on a bus, a rule of which sends "
+        "each whole to hop 2's queue), powertools-two-hop (the "
         "same workload written the documented way with Powertools) "
         "(default: %(default)s)",
     )

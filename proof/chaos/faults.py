@@ -78,13 +78,16 @@ DRAWN = (
     "lost_response",
     "delete_failed",
     "short_visibility",
-    # The outbox's faults (``once-atomic`` and ``powertools-two-hop`` only: the other consumers
-    # never reach an event that fires them): a kill between the sends and the clear of a
-    # record's outbox, a send to the notifications queue refused, and one applied with its
-    # answer lost (the SDK sends it again: the message is there twice).
+    # The outbox's faults (the two-hop consumers only: the others never reach an event that
+    # fires them): a kill between the sends and the clear of a record's outbox, a send to the
+    # notifications queue refused, one applied with its answer lost (the SDK sends it again:
+    # the message is there twice), a clear throttled past the SDK's retries (the outbox is
+    # sent again); and, to an EventBridge bus, an entry of PutEvents failed, the others sent.
     "kill_before_clear",
     "send_failed",
     "send_duplicated",
+    "throttle_clear",
+    "event_entry_failed",
 )
 
 
@@ -151,6 +154,7 @@ class Injector:
         self._dice = dice or Dice(rng or random.Random(0))
         self._lock = threading.Lock()
         self._http = urllib3.PoolManager()
+        self._hooks: dict[str, list[Callable[..., Any]]] = {}
         self.counts: dict[str, int] = {}
 
     def _count(self, kind: str) -> None:
@@ -160,10 +164,29 @@ class Injector:
             self._on_fault(kind)
 
     def _register(self, hook: Callable[..., Any], service: str = "dynamodb") -> None:
+        """Add ``hook`` to the service's faults, tried in the order they were added.
+
+        One dispatcher per service is registered, which stops at the first fault that
+        answers (or raises): botocore runs every ``before-send`` handler and keeps the first
+        answer, so faults registered side by side would otherwise all act on one attempt (a
+        send refused by one, yet put for real and retried by another), and a fault counted
+        where another answered would be counted and never met by the code under test."""
+        hooks = self._hooks.setdefault(service, [])
+        hooks.append(hook)
+        if len(hooks) > 1:
+            return
+
+        def dispatch(request: Any, **kwargs: Any) -> AWSResponse | None:
+            for each in hooks:
+                answer = each(request, **kwargs)
+                if answer is not None:
+                    return answer
+            return None
+
         if self._client is None:
-            botocore.handlers.BUILTIN_HANDLERS.append((f"before-send.{service}", hook))
+            botocore.handlers.BUILTIN_HANDLERS.append((f"before-send.{service}", dispatch))
         else:
-            self._client.meta.events.register(f"before-send.{service}", hook)
+            self._client.meta.events.register(f"before-send.{service}", dispatch)
 
     def throttle(self, rate: float, operations: Iterable[str] = ("UpdateItem",)) -> None:
         """Answer a share of calls with a throttling error, as DynamoDB does under load."""
@@ -219,13 +242,75 @@ class Injector:
 
         self._register(hook)
 
+    def throttle_clears(self, rate: float) -> None:
+        """Throttle a share of once's clears of a sent outbox (an ``UpdateItem`` that removes
+        it, ``is_clear``) on every attempt the SDK makes of the call (its attempts share an
+        ``amz-sdk-invocation-id``): the clear fails past the retries, the record still owes
+        what was sent, and the next delivery sends it again under the same identity."""
+        throttled: set[str] = set()
+
+        def hook(request: Any, **_: Any) -> AWSResponse | None:
+            if _operation(request) != "UpdateItem":
+                return None
+            call = _header(request, "amz-sdk-invocation-id")
+            if call not in throttled:
+                if (
+                    not _first_attempt(request)
+                    or not is_clear(_json_body(request).get("UpdateExpression", ""))
+                    or not self._dice.roll("throttle_clear", rate)
+                ):
+                    return None
+                throttled.add(call)
+                self._count("throttle_clear")
+            headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
+            return AWSResponse(request.url, 400, headers, _RawBody(_THROTTLE_BODY))
+
+        self._register(hook)
+
+    def fail_event_entries(self, rate: float, bus: str) -> None:
+        """Fail the first entry of a share of the ``PutEvents`` to ``bus`` as EventBridge
+        reports an entry it could not put, and put the others for real: the call answers 200,
+        ``FailedEntryCount`` 1, the failed entry's result an ``ErrorCode`` (``InternalFailure``
+        and ``ThrottlingException`` in turn, the codes PutEvents calls retryable) where the
+        others' hold their ``EventId``, in the request's order. "If an individual entry within
+        a request fails, EventBridge continues processing the rest"
+        (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevents.html;
+        https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEventsResultEntry.html).
+        The SDK does not retry a 200: the sender must send the failed entry again."""
+
+        def hook(request: Any, **_: Any) -> AWSResponse | None:
+            if not _send_to(request, bus) or not self._dice.roll("event_entry_failed", rate):
+                return None
+            code = _EVENT_ENTRY_CODES[self.counts.get("event_entry_failed", 0) % 2]
+            self._count("event_entry_failed")
+            request_body = _json_body(request)
+            others = request_body["Entries"][1:]
+            results: list[dict[str, Any]] = []
+            if others:
+                answer = _forward(self._http, request, {**request_body, "Entries": others})
+                if answer.status != 200:
+                    # The others refused as a whole: the call is answered as they were.
+                    headers = HTTPHeaders.from_dict(dict(answer.headers))
+                    return AWSResponse(request.url, answer.status, headers, _RawBody(answer.data))
+                results = json.loads(answer.data)["Entries"]
+            error = {"ErrorCode": code, "ErrorMessage": f"{code} (injected)"}
+            body = {
+                "FailedEntryCount": 1 + sum(1 for r in results if r.get("ErrorCode")),
+                "Entries": [error, *results],
+            }
+            headers = HTTPHeaders.from_dict({"x-amzn-RequestId": "injected"})
+            return AWSResponse(request.url, 200, headers, _RawBody(json.dumps(body).encode()))
+
+        self._register(hook, "events")
+
     def fail_sends(self, rate: float, destination: str) -> None:
         """Refuse a share of the sends to ``destination`` (a queue's URL: ``SendMessage``,
-        ``SendMessageBatch``; a topic's ARN: ``Publish``, ``PublishBatch``) with an error the
-        SDK does not retry, as SQS and SNS answer when the key that encrypts the queue or
-        topic is not usable: nothing is sent, the sender must send it again later."""
+        ``SendMessageBatch``; a topic's ARN: ``Publish``, ``PublishBatch``; a bus's ARN:
+        ``PutEvents``) with an error the SDK does not retry, as SQS and SNS answer when the key
+        that encrypts the queue or topic is not usable and EventBridge when the caller may not
+        put events on the bus: nothing is sent, the sender must send it again later."""
         service = _service(destination)
-        refused = _SNS_SEND_REFUSED_BODY if service == "sns" else _SEND_REFUSED_BODY
+        refused = _REFUSED_BODIES[service]
 
         def hook(request: Any, **_: Any) -> AWSResponse | None:
             if not _send_to(request, destination) or not self._dice.roll("send_failed", rate):
@@ -272,15 +357,57 @@ _SNS_SEND_REFUSED_BODY = (
 )
 
 
+#: EventBridge speaks a JSON protocol; ``AccessDeniedException`` ("You do not have sufficient
+#: access to perform this action", HTTP 400) is one of the errors common to its actions
+#: (https://docs.aws.amazon.com/eventbridge/latest/APIReference/CommonErrors.html).
+_EVENTS_SEND_REFUSED_BODY = (
+    b'{"__type":"AccessDeniedException",'
+    b'"message":"The caller may not put events on this bus (injected)"}'
+)
+_REFUSED_BODIES = {
+    "sqs": _SEND_REFUSED_BODY,
+    "sns": _SNS_SEND_REFUSED_BODY,
+    "events": _EVENTS_SEND_REFUSED_BODY,
+}
+#: The ``ErrorCode``s PutEvents calls retryable, given in turn to the entries it fails
+#: (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEventsResultEntry.html).
+_EVENT_ENTRY_CODES = ("InternalFailure", "ThrottlingException")
+
+
 def _service(destination: str) -> str:
-    """The service a destination of the outbox belongs to: a topic's ARN is SNS's."""
-    return "sns" if destination.startswith("arn:") and ":sns:" in destination else "sqs"
+    """The service a destination of the outbox belongs to: a topic's ARN is SNS's, a bus's
+    EventBridge's."""
+    if destination.startswith("arn:"):
+        return destination.split(":")[2]
+    return "sqs"
+
+
+def is_clear(update: str) -> bool:
+    """once's clear of a sent outbox (its ``UpdateExpression``): removes it, writes no
+    status."""
+    return "REMOVE #outbox" in update and not update.startswith("SET #status")
+
+
+def _json_body(request: Any) -> dict[str, Any]:
+    """A JSON protocol request's parameters (empty if its body is none)."""
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def _send_to(request: Any, destination: str) -> bool:
     """Whether a prepared request sends to ``destination``: an SQS send (JSON protocol) to
-    that queue's URL, or an SNS publish (query protocol) to that topic's ARN."""
-    if _service(destination) == "sns":
+    that queue's URL, an SNS publish (query protocol) to that topic's ARN, or a PutEvents
+    (JSON protocol) with an entry for that bus."""
+    service = _service(destination)
+    if service == "events":
+        entries = _json_body(request).get("Entries") or []
+        return _header(request, "X-Amz-Target") == "AWSEvents.PutEvents" and any(
+            isinstance(e, dict) and e.get("EventBusName") == destination for e in entries
+        )
+    if service == "sns":
         body = request.body or ""
         try:
             form = urllib.parse.parse_qs(body.decode() if isinstance(body, bytes) else body)
@@ -294,17 +421,24 @@ def _send_to(request: Any, destination: str) -> bool:
         "SendMessageBatch",
     ):
         return False
-    try:
-        body = json.loads(request.body or b"{}")
-    except ValueError:
-        return False
-    return bool(body.get("QueueUrl") == destination)
+    return bool(_json_body(request).get("QueueUrl") == destination)
 
 
 def _replay(http: urllib3.PoolManager, request: Any) -> None:
     """Send a prepared request for real, its answer ignored."""
     headers = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()}
     http.request(request.method, request.url, body=request.body, headers=headers, retries=False)
+
+
+def _forward(
+    http: urllib3.PoolManager, request: Any, params: dict[str, Any]
+) -> urllib3.BaseHTTPResponse:
+    """Send a prepared JSON protocol request for real with other parameters, and answer what
+    the engine answered (the local engines check no signature)."""
+    body = json.dumps(params).encode()
+    headers = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()}
+    headers["Content-Length"] = str(len(body))
+    return http.request(request.method, request.url, body=body, headers=headers, retries=False)
 
 
 def _open_window(flag: str) -> None:

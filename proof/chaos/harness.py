@@ -67,6 +67,7 @@ TTL_ATTRIBUTES = {
     "once-atomic": "expires_at",
     "once-staged": "expires_at",
     "once-atomic-sns": "expires_at",
+    "once-atomic-events": "expires_at",
     "powertools-two-hop": "expiration",
 }
 #: How long a DynamoDB outage window stays open.
@@ -84,10 +85,13 @@ DEFAULT_RATES = {
     "delete_failed": 0.005,
     "short_visibility": 0.005,
     # The outbox's (two-hop consumers only): a kill between its sends and its clear, a send
-    # refused, a send applied with its answer lost (the message then sent twice).
+    # refused, a send applied with its answer lost (the message then sent twice), a clear
+    # throttled past the SDK's retries; and, to a bus, an entry of PutEvents failed.
     "kill_before_clear": 0.004,
     "send_failed": 0.005,
     "send_duplicated": 0.01,
+    "throttle_clear": 0.004,
+    "event_entry_failed": 0.005,
 }
 
 
@@ -180,8 +184,8 @@ def _make_resources(
 ) -> tuple[str, str, dict, tuple[str, str, str]]:
     """The queue and its DLQ, the tables, and for a two-hop consumer the notifications
     queue and its DLQ (standard queues, whatever the source's kind) and, for one whose hop 1
-    publishes to SNS, the topic that feeds that queue (else ``""``; a one-hop consumer:
-    ``("", "", "")``)."""
+    publishes to SNS or EventBridge, the topic or the bus that feeds that queue (else ``""``;
+    a one-hop consumer: ``("", "", "")``)."""
     sqs, ddb = _clients(endpoints)
     queue, dlq = create_queue_with_dlq(
         sqs, tag, visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE, fifo=fifo
@@ -191,10 +195,12 @@ def _make_resources(
         notify_url, notify_dlq = create_queue_with_dlq(
             sqs, f"{tag}-notify", visibility_s=VISIBILITY_S, max_receive=MAX_RECEIVE
         )
-        topic = ""
+        via = ""
         if impl in twohop.SNS_IMPLEMENTATIONS:
-            topic = _subscribe_raw_off(local_client("sns", endpoints.sqs), sqs, tag, notify_url)
-        notify = (notify_url, notify_dlq, topic)
+            via = _subscribe_raw_off(local_client("sns", endpoints.sqs), sqs, tag, notify_url)
+        elif impl in twohop.EVENTS_IMPLEMENTATIONS:
+            via = _route_events(local_client("events", endpoints.sqs), sqs, tag, notify_url)
+        notify = (notify_url, notify_dlq, via)
     tables = {"idempotency": f"{tag}-idempotency", "ledger": f"{tag}-ledger"}
     for name in tables.values():
         create_table(ddb, name)
@@ -231,6 +237,35 @@ def _subscribe_raw_off(sns: Any, sqs: Any, tag: str, queue_url: str) -> str:
     if str(raw).lower() != "false":
         raise HarnessFailed(f"the SNS subscription of {queue_url} delivers raw ({raw})")
     return str(topic)
+
+
+def _route_events(events: Any, sqs: Any, tag: str, queue_url: str) -> str:
+    """A custom bus on moto's EventBridge, and a rule on it that matches the notifications
+    (their ``source`` and ``detail-type``: ``twohop.EVENT_SOURCE``, ``twohop.CREDITED``) with
+    ``queue_url`` as its SQS target, given no ``Input``, ``InputPath`` or
+    ``InputTransformer``: each event matched reaches the queue whole (``version``, ``id``,
+    ``detail-type``, ``source``, ``account``, ``time``, ``region``, ``resources``, ``detail``;
+    https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_Target.html,
+    https://docs.aws.amazon.com/eventbridge/latest/ref/overiew-event-structure.html), an ``id``
+    and a ``time`` of its own on every ``PutEvents``, and the SQS message has no attributes
+    (``SqsParameters`` holds a ``MessageGroupId`` only). moto delivers each ``PutEvents`` entry
+    to the targets of the rules it matches (``Rule.send_to_targets``). Returns the bus's ARN;
+    refuses to go on if the target is not what it asked for."""
+    name = f"{tag}-notify"
+    bus = events.create_event_bus(Name=name)["EventBusArn"]
+    pattern = {"source": [twohop.EVENT_SOURCE], "detail-type": [twohop.CREDITED]}
+    events.put_rule(Name=name, EventBusName=name, EventPattern=json.dumps(pattern))
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    events.put_targets(
+        Rule=name, EventBusName=name, Targets=[{"Id": "notifications", "Arn": queue_arn}]
+    )
+    targets = events.list_targets_by_rule(Rule=name, EventBusName=name)["Targets"]
+    shaped = [t for t in targets if {"Input", "InputPath", "InputTransformer"} & set(t)]
+    if [t["Arn"] for t in targets] != [queue_arn] or shaped:
+        raise HarnessFailed(f"the rule on {bus} does not send the whole event to {queue_url}")
+    return str(bus)
 
 
 def _send(sqs: Any, queue: str, sends: list[Send], *, fifo: bool) -> None:
@@ -577,9 +612,7 @@ def run_consumer(
     example.require()
     started = time.monotonic()
     tag = f"chaos-{impl}-{seed}-{random.Random().randrange(10**6)}"
-    queue, dlq, tables, (notify, notify_dlq, topic) = _make_resources(
-        impl, tag, endpoints, fifo=fifo
-    )
+    queue, dlq, tables, (notify, notify_dlq, via) = _make_resources(impl, tag, endpoints, fifo=fifo)
     history_path = workdir / f"{tag}.jsonl"
     outage_flag = workdir / f"{tag}.outage"
     outage_armed = workdir / f"{tag}.outage-armed"
@@ -610,7 +643,7 @@ def run_consumer(
             owed=str(owed),
             notify_url=notify,
             notify_dlq_url=notify_dlq,
-            notify_topic=topic,
+            notify_via=via,
         )
         for i in range(workers)
     ]

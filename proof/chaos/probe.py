@@ -41,7 +41,7 @@ from typing import Any
 
 import botocore.handlers
 
-from proof.chaos.faults import Dice
+from proof.chaos.faults import Dice, is_clear
 
 
 class History:
@@ -158,7 +158,7 @@ class Probe:
         item = _text(key)
         values = params.get("ExpressionAttributeValues") or {}
         update = params.get("UpdateExpression", "")
-        if operation == "UpdateItem" and _clear(update):
+        if operation == "UpdateItem" and is_clear(update):
             # once's clear of a sent outbox: fenced by the completion that stored it (its
             # fence; after a staged commit, its owner), by no claim's owner (any later
             # delivery may send what a record owes and clear it).
@@ -377,8 +377,3 @@ def _staged(update: str, values: dict[str, Any]) -> bool:
     """``effects="staged"``'s commit: it completes the record and adds to the fence (as a
     claim does), with no lease."""
     return "#status = :completed" in update and "ADD #fence" in update and ":lease" not in values
-
-
-def _clear(update: str) -> bool:
-    """once's clear of a sent outbox: removes it, writes no status."""
-    return "REMOVE #outbox" in update and not update.startswith("SET #status")

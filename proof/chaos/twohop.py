@@ -19,7 +19,14 @@ message delivery off (SNS's default and CDK's ``SqsSubscription``'s), so each SQ
 SNS's notification document, ``once.source`` and ``once.seq`` in its ``MessageAttributes`` and
 a ``MessageId``, ``Timestamp`` and ``Signature`` of SNS's own on every publish (a resend of
 one outbox message included); hop 2 is keyed on ``SOURCE_KEY`` with no ``envelope=``, and its
-business code reads the notification from the document's ``Message``. ``once-staged`` is the
+business code reads the notification from the document's ``Message``. ``once-atomic-events`` is
+the same chain through EventBridge: hop 1's outbox puts the notification on a custom bus as an
+event's detail (``attempt.send(bus_arn, ..., source=, detail_type=)``: ``PutEvents``), with a
+second event no rule matches (``AUDITED``: the others of a request whose entry fails); a rule
+on the bus targets hop 2's queue with the whole event (no ``InputPath``), so each SQS body is
+an event, once's identity in its ``detail.once`` and an ``id`` and ``time`` of EventBridge's
+own on every ``PutEvents``; hop 2 is keyed on ``SOURCE_KEY`` and reads the notification from
+the event's ``detail``. ``once-staged`` is the
 same business code built with ``effects="staged"`` (both hops): it runs first, with no claim,
 and one ``TransactWriteItems`` commits its writes with the record's completion, under the
 claim's condition; a copy whose commit is refused is a duplicate, and its writes never land.
@@ -38,17 +45,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from once import constants as c
+from once import sendrules
 from oncecli.aws import scan
 from proof.chaos.fenced import ACCOUNT_PREFIX, ENTRY_PREFIX
 
 #: The consumers that run this workload; once's are held to its invariants.
-IMPLEMENTATIONS = ("once-atomic", "once-staged", "once-atomic-sns", "powertools-two-hop")
+IMPLEMENTATIONS = (
+    "once-atomic",
+    "once-staged",
+    "once-atomic-sns",
+    "once-atomic-events",
+    "powertools-two-hop",
+)
 #: once's consumers of this workload (the business code of ``once_hop1`` and ``once_hop2``),
 #: and the ``effects`` each builds it with.
-ONCE_EFFECTS = {"once-atomic": "any", "once-staged": "staged", "once-atomic-sns": "any"}
+ONCE_EFFECTS = {
+    "once-atomic": "any",
+    "once-staged": "staged",
+    "once-atomic-sns": "any",
+    "once-atomic-events": "any",
+}
 #: The consumers whose hop 1 publishes to an SNS topic that feeds hop 2's queue, raw message
 #: delivery off (the others send to hop 2's queue).
 SNS_IMPLEMENTATIONS = ("once-atomic-sns",)
+#: The consumers whose hop 1 puts events on an EventBridge bus, a rule of which targets hop
+#: 2's queue with the whole event.
+EVENTS_IMPLEMENTATIONS = ("once-atomic-events",)
+#: The events' ``Source``, and the ``DetailType`` of the notification (the rule matches both)
+#: and of the event no rule matches (``once_hop1``).
+EVENT_SOURCE = "once.chaos.payments"
+CREDITED = "payment.credited"
+AUDITED = "payment.audited"
 #: Hop 2's record key prefix (its service name) in the shared idempotency table.
 NOTIFY_PREFIX = "notifications"
 #: The ledger item of a notification's hop-2 effect: ``notified#<paymentId>``.
@@ -119,10 +146,14 @@ def notification(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def notification_of(body: Any) -> Any:
-    """The notification an SQS body holds: the body itself, or, where SNS delivered it with
-    raw message delivery off, the ``Message`` of SNS's notification document."""
+    """The notification an SQS body holds: the body itself; where SNS delivered it with raw
+    message delivery off, the ``Message`` of SNS's notification document; where a rule's SQS
+    target delivered an EventBridge event whole, its ``detail`` (which holds once's identity,
+    ``once``, beside the notification's members)."""
     if isinstance(body, dict) and body.get("Type") == "Notification" and "Message" in body:
         return json.loads(body["Message"])
+    if isinstance(body, dict) and isinstance(body.get("detail"), dict) and "detail-type" in body:
+        return body["detail"]
     return body
 
 
@@ -143,15 +174,24 @@ def _observed(history: History, body: dict[str, Any], attempt: Any) -> None:
 
 
 def once_hop1(history: History, ledger: str, destination: str) -> Callable[[Any, Any], Any]:
-    """once's hop 1 (``once-atomic``, ``once-staged``, ``once-atomic-sns``): stages the credit
-    and the notification to ``destination`` (hop 2's queue, or the topic that feeds it);
-    writes nothing (``attempt.fence`` is None under ``effects="staged"``)."""
+    """once's hop 1 (``once-atomic``, ``once-staged``, ``once-atomic-sns``,
+    ``once-atomic-events``): stages the credit and the notification to ``destination`` (hop
+    2's queue, or the topic or the bus that feeds it); writes nothing (``attempt.fence`` is
+    None under ``effects="staged"``). To a bus, the notification is an event's detail, and a
+    second event follows it in the same ``PutEvents`` (``AUDITED``, which no rule matches), so
+    that an entry refused while the others are sent is a fault the run can meet."""
+    to_bus = sendrules.is_event_bus(destination)
 
     def process(body: dict[str, Any], attempt: Any) -> Any:
         _observed(history, body, attempt)
         for element in credit_writes(ledger, body):
             attempt.write(element)
-        attempt.send(destination, notification(body))
+        if to_bus:
+            announced = notification(body)
+            attempt.send(destination, announced, source=EVENT_SOURCE, detail_type=CREDITED)
+            attempt.send(destination, announced, source=EVENT_SOURCE, detail_type=AUDITED)
+        else:
+            attempt.send(destination, notification(body))
         return {"paymentId": body["paymentId"], "fence": attempt.fence}
 
     return process
@@ -160,7 +200,8 @@ def once_hop1(history: History, ledger: str, destination: str) -> Callable[[Any,
 def once_hop2(history: History, ledger: str) -> Callable[[Any, Any], Any]:
     """once's hop 2 (``key=SOURCE_KEY``, no ``envelope=``): stages the notification's effect.
     Behind SNS (raw delivery off) the body is SNS's document: the notification is its
-    ``Message``."""
+    ``Message``; behind EventBridge the body is the event: the notification is its
+    ``detail``."""
 
     def process(body: dict[str, Any], attempt: Any) -> Any:
         payment_id = notification_of(body)["paymentId"]

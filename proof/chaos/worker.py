@@ -28,6 +28,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from once import constants as c
+from once import sendrules
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_env
 from oncecli.localcloud.batchrules import decide
 from oncecli.localcloud.cloud import routing_env
@@ -45,7 +46,7 @@ class WorkerSpec:
     """Everything a worker process needs; plain data, so it crosses a spawn."""
 
     impl: str  # once, once-nobackoff, once-unfenced, powertools, naive, naive-unordered,
-    # once-atomic, once-staged, powertools-two-hop
+    # once-atomic, once-staged, once-atomic-sns, once-atomic-events, powertools-two-hop
     worker: str
     seed: int
     sqs_endpoint: str
@@ -77,8 +78,10 @@ class WorkerSpec:
     notify_url: str = ""
     notify_dlq_url: str = ""
     #: ``once-atomic-sns``: the SNS topic hop 1's outbox publishes to, which feeds
-    #: ``notify_url`` with raw message delivery off ("": hop 1 sends to ``notify_url``).
-    notify_topic: str = ""
+    #: ``notify_url`` with raw message delivery off; ``once-atomic-events``: the EventBridge
+    #: bus it puts events on, a rule of which targets ``notify_url`` ("": hop 1 sends to
+    #: ``notify_url``).
+    notify_via: str = ""
 
 
 class Timeout:
@@ -215,7 +218,7 @@ def _two_hop_handlers(spec: WorkerSpec, history: History) -> tuple[Any, Any]:
 
         hop1 = _once(
             spec,
-            twohop.once_hop1(history, ledger, spec.notify_topic or spec.notify_url),
+            twohop.once_hop1(history, ledger, spec.notify_via or spec.notify_url),
             key="paymentId",
             key_prefix=SERVICE_NAME,
             dlq_url=spec.dlq_url,
@@ -320,10 +323,13 @@ def run(spec: WorkerSpec) -> None:
     )
     faults.lose_responses(spec.rates.get("lost_response", 0.0), ("UpdateItem", "PutItem", *commits))
     if spec.notify_url:
-        # Where hop 1 sends: hop 2's queue, or the SNS topic that feeds it.
-        destination = spec.notify_topic or spec.notify_url
+        # Where hop 1 sends: hop 2's queue, or the SNS topic or EventBridge bus that feeds it.
+        destination = spec.notify_via or spec.notify_url
         faults.fail_sends(spec.rates.get("send_failed", 0.0), destination)
         faults.duplicate_sends(spec.rates.get("send_duplicated", 0.0), destination)
+        if sendrules.is_event_bus(destination):
+            faults.fail_event_entries(spec.rates.get("event_entry_failed", 0.0), destination)
+        faults.throttle_clears(spec.rates.get("throttle_clear", 0.0))
     if spec.outage_flag:
         faults.outage(spec.outage_flag, spec.outage_armed)
     timeout = Timeout(history)

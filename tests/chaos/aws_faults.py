@@ -35,6 +35,10 @@ How each fault is answered:
 - SQS's and SNS's batch sends (``failed``): a successful response whose ``Failed`` holds the
   first entry with AWS's code (the others sent); ``error``: the call refused, nothing sent;
   ``timeout_after``: every entry sent, no answer;
+- EventBridge's ``PutEvents`` (``failed``): a successful response whose first result entry
+  holds AWS's ``ErrorCode`` and ``FailedEntryCount`` counts it (the others put, each result
+  with its ``EventId``, in the request's order); ``error``: the call refused, nothing put;
+  ``timeout_after``: every entry put, no answer;
 - ``ChangeMessageVisibilityBatch``: ``failed`` entries, or the call refused;
 - the quarantine's ``SendMessage``: the call refused, or sent with no answer.
 
@@ -45,7 +49,9 @@ https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMe
 .../API_SendMessage.html, .../API_ChangeMessageVisibilityBatch.html,
 .../API_BatchResultErrorEntry.html (SQS's JSON protocol answers the query-compatible codes,
 ``AWS.SimpleQueueService.NonExistentQueue`` for ``QueueDoesNotExist``);
-https://docs.aws.amazon.com/sns/latest/api/API_PublishBatch.html.
+https://docs.aws.amazon.com/sns/latest/api/API_PublishBatch.html;
+https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html,
+.../API_PutEventsResultEntry.html, .../CommonErrors.html.
 """
 
 from __future__ import annotations
@@ -115,6 +121,23 @@ SNS_CALL_ERRORS = (
     "KMSDisabled",
     "InternalError",
     "EndpointDisabled",
+)
+#: PutEvents' result entry ``ErrorCode``s of an entry it could not put for a cause that is not
+#: its content (once refuses at ``attempt.send`` what PutEvents fails for its content):
+#: retryable, ``InternalFailure`` and ``ThrottlingException``; not, the caller's permissions.
+EVENTS_ENTRY_CODES = (
+    "InternalFailure",
+    "ThrottlingException",
+    "AccessDeniedException",
+    "NotAuthorizedForSourceException",
+    "NotAuthorizedForDetailTypeException",
+)
+#: PutEvents' call errors: its own (``InternalException``) and the common ones.
+EVENTS_CALL_ERRORS = (
+    "InternalException",
+    "AccessDeniedException",
+    "ThrottlingException",
+    "ResourceNotFoundException",
 )
 #: ChangeMessageVisibilityBatch's ``Failed`` entry codes and its call errors.
 VISIBILITY_ENTRY_CODES = (
@@ -207,12 +230,13 @@ def _catalog() -> tuple[Fault, ...]:
     for target, entries, calls in (
         ("outbox-sqs", SQS_ENTRY_CODES, SQS_CALL_ERRORS),
         ("outbox-sns", SNS_ENTRY_CODES, SNS_CALL_ERRORS),
+        ("outbox-events", EVENTS_ENTRY_CODES, EVENTS_CALL_ERRORS),
         ("visibility", VISIBILITY_ENTRY_CODES, VISIBILITY_CALL_ERRORS),
     ):
         faults += [Fault(target, "failed", code) for code in entries]
         faults += [Fault(target, "error", code) for code in calls]
-    faults.append(Fault("outbox-sqs", "timeout_after"))
-    faults.append(Fault("outbox-sns", "timeout_after"))
+    for target in ("outbox-sqs", "outbox-sns", "outbox-events"):
+        faults.append(Fault(target, "timeout_after"))
     faults += [Fault("quarantine", "error", code) for code in QUARANTINE_CALL_ERRORS]
     faults.append(Fault("quarantine", "timeout_after"))
     # Misconfigurations, until a person fixes them: a staged write DynamoDB does not accept,
@@ -258,7 +282,8 @@ def faults() -> st.SearchStrategy[Fault]:
 
 def client_error(code: str, operation: str, **extra: Any) -> ClientError:
     """What botocore raises for AWS's error ``code``: a 400, or a 500 for a server error."""
-    status = 500 if code in ("InternalServerError", "InternalError", "InternalFailure") else 400
+    server = ("InternalServerError", "InternalError", "InternalFailure", "InternalException")
+    status = 500 if code in server else 400
     response: dict[str, Any] = {
         "Error": {"Code": code, "Message": f"{code} (injected by the model)"},
         "ResponseMetadata": {"HTTPStatusCode": status},
@@ -415,6 +440,17 @@ def failed_entries(fault: Fault, entries: list[dict[str, Any]]) -> tuple[list[An
         "Message": f"{fault.code} (injected by the model)",
     }
     return rest, [failed]
+
+
+def failed_event_entries(
+    fault: Fault, entries: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(the entries put, the result entry of the first, which PutEvents failed with
+    ``fault.code``): PutEvents answers per entry, in the request's order."""
+    return entries[1:], {
+        "ErrorCode": fault.code,
+        "ErrorMessage": f"{fault.code} (injected by the model)",
+    }
 
 
 def answer_call(fault: Fault, call: Callable[[], Any], operation: str, service: str) -> Any:

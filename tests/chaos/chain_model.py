@@ -7,10 +7,13 @@ its own record. What breaks between two consumers is not visible there: the iden
 upstream outbox gives its message (``once.source``, ``once.seq``), what a transport does to a
 message on the way (SQS keeps it; SNS with raw delivery on keeps it too; SNS with raw delivery
 off wraps it in a notification whose ``MessageId``, ``Timestamp`` and ``Signature`` are new on
-every publish and carries the attributes in that JSON, with no SQS message attributes at all),
-and time: each consumer forgets a key after its own retention, the upstream one first, and a
-key reused past the upstream retention is a NEW operation whose message the downstream
-consumer must apply although it still remembers the old one.
+every publish and carries the attributes in that JSON, with no SQS message attributes at all;
+EventBridge carries no attributes at all: the identity travels in the event's detail, and a
+rule's SQS target delivers the whole event, whose ``id`` and ``time`` are new on every
+``PutEvents``, or with ``InputPath: "$.detail"`` the detail alone), and time: each consumer
+forgets a key after its own retention, the upstream one first, and a key reused past the
+upstream retention is a NEW operation whose message the downstream consumer must apply
+although it still remembers the old one.
 
 The pieces:
 
@@ -24,7 +27,12 @@ The pieces:
   ``sns-raw`` (PublishBatch, a subscription with raw delivery on: the same SQS message
   attributes) or ``sns-envelope`` (raw delivery off: the body is SNS's notification JSON, the
   identity in its ``MessageAttributes``, a fresh ``MessageId``, ``Timestamp`` and
-  ``Signature`` on every publish, including a resend of the same outbox message);
+  ``Signature`` on every publish, including a resend of the same outbox message), ``events``
+  (PutEvents to a bus, a rule's SQS target given no input: the body is the whole event, the
+  identity in its ``detail.once``, a fresh ``id`` and ``time`` on every ``PutEvents``) or
+  ``events-detail`` (the same rule's target with ``InputPath: "$.detail"``: the body is the
+  detail, the identity its ``once``); EventBridge's delivery to the target is emulated here as
+  SNS's envelope is;
 - downstream consumer D (``key=SOURCE_KEY``): applies the message's effect, an ``ADD`` on the
   operation's item staged with ``attempt.write``, so the count is what committed, not what ran;
   behind SNS with raw delivery off it takes the notification whole or unwraps it
@@ -70,8 +78,10 @@ The invariants (``Violation.name``):
 
 What once puts on the wire is held to the AWS rules its messages can meet where the model
 receives them (SendMessageBatch's and PublishBatch's entries, Ids, attribute names, types,
-empty values and characters, Number precision, sizes: ``_refused``): a call AWS would refuse
-for one of them is refused with AWS's code, and nothing AWS takes is refused.
+empty values and characters, Number precision, sizes: ``_refused``; PutEvents' entries and
+the request's size, by ``once.sendrules``' own rules: ``outbox_events``): a call AWS would
+refuse for one of them is refused with AWS's code, an entry PutEvents would fail is failed
+with its ``ErrorCode``, and nothing AWS takes is refused.
 
 A check made inside the runtime's own calls (business code, an outbox send) would be caught
 there like any error: it is noted (``noted``) and raised again once the invocation ends.
@@ -96,7 +106,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from once import SOURCE_KEY, make_handler
+from once import SOURCE_KEY, make_handler, sendrules
 from once import constants as c
 from once.handler import Handler
 from once.models import Attempt, Outcome, Record, record_id
@@ -147,7 +157,12 @@ D_DLQ_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{D_QUEUE}-dlq"
 #: U's outbox destination: D's queue (``sqs``), or a topic D's queue subscribes to.
 OUT_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{D_QUEUE}"
 OUT_TOPIC = f"arn:aws:sns:{REGION}:{ACCOUNT}:chain-orders"
-TRANSPORTS = ("sqs", "sns-raw", "sns-envelope")
+OUT_BUS = f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/chain-orders"
+#: The events' ``Source`` and ``DetailType`` (U's ``attempt.send`` to the bus).
+EVENT_SOURCE, DETAIL_TYPE = "chain.orders", "order.placed"
+TRANSPORTS = ("sqs", "sns-raw", "sns-envelope", "events", "events-detail")
+#: The transports through EventBridge: the whole event, or its detail (``InputPath``).
+EVENT_TRANSPORTS = ("events", "events-detail")
 MODES = ("any", "staged")
 #: The calls faults answer, per consumer, weighted by how much of the chain hangs on them:
 #: U's clear and sends (a resend follows), and its commit (a staged commit whose answer is
@@ -335,8 +350,9 @@ def _md5(text: str) -> str:
 
 
 class _Aws:
-    """One consumer's SQS and SNS client: its quarantine's SendMessage to its DLQ and, for U,
-    its outbox's SendMessageBatch or PublishBatch, which land in the model's queues."""
+    """One consumer's SQS, SNS and EventBridge client: its quarantine's SendMessage to its DLQ
+    and, for U, its outbox's SendMessageBatch, PublishBatch or PutEvents, which land in the
+    model's queues."""
 
     def __init__(self, machine: ChainMachine, consumer: str) -> None:
         self._machine = machine
@@ -358,6 +374,10 @@ class _Aws:
     ) -> dict[str, Any]:
         assert self._consumer == "U" and TopicArn == OUT_TOPIC, TopicArn
         return self._machine.outbox_batch("outbox-sns", "PublishBatch", PublishBatchRequestEntries)
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        assert self._consumer == "U", "only U's outbox puts events"
+        return self._machine.outbox_events(Entries)
 
 
 class ChainMachine(RuleBasedStateMachine):
@@ -463,6 +483,8 @@ class ChainMachine(RuleBasedStateMachine):
 
     @property
     def destination(self) -> str:
+        if self.transport in EVENT_TRANSPORTS:
+            return OUT_BUS
         return OUT_URL if self.transport == "sqs" else OUT_TOPIC
 
     # --- producers ----------------------------------------------------------------------------
@@ -594,7 +616,9 @@ class ChainMachine(RuleBasedStateMachine):
         """The faults of one call that pass (a misconfiguration that lasts until a person
         fixes it is ``message_model``'s): ``outbox`` is the transport's send."""
         if target == "outbox":
-            target = "outbox-sqs" if self.transport == "sqs" else "outbox-sns"
+            target = {"sqs": "outbox-sqs", "events": "outbox-events"}.get(
+                self.transport.split("-")[0], "outbox-sns"
+            )
         return [f for f in aws_faults.FAULTS if f.target == target and not f.permanent]
 
     @precondition(lambda self: self.deploys < MAX_DEPLOYS)
@@ -773,7 +797,11 @@ class ChainMachine(RuleBasedStateMachine):
             }
         )
         attempt.write(self._count(self._committed(Op(key, n))))
-        attempt.send(self.destination, {"order": key, "n": n} if self.tagged else {"order": key})
+        body = {"order": key, "n": n} if self.tagged else {"order": key}
+        if self.transport in EVENT_TRANSPORTS:
+            attempt.send(self.destination, body, source=EVENT_SOURCE, detail_type=DETAIL_TYPE)
+        else:
+            attempt.send(self.destination, body)
         return {"placed": n}
 
     def _downstream(self, body: Any, attempt: Attempt) -> dict[str, Any]:
@@ -788,6 +816,10 @@ class ChainMachine(RuleBasedStateMachine):
                 if not isinstance(body, dict) or body.get("Type") != "Notification":
                     raise self.fail("model", f"not an SNS notification: {body!r}")
                 inner = json.loads(body["Message"])
+            if self.transport == "events":
+                if not isinstance(body, dict) or body.get("detail-type") != DETAIL_TYPE:
+                    raise self.fail("model", f"not an EventBridge event: {body!r}")
+                inner = body["detail"]
             if not isinstance(inner, dict) or inner.get("order") != message.op.key:
                 raise self.fail("model", f"D got {inner!r} for {message.op}")
         attempt.write(self._count(self._applied(message.op)))
@@ -833,12 +865,67 @@ class ChainMachine(RuleBasedStateMachine):
             return send(*aws_faults.failed_entries(fault, entries))
         return aws_faults.answer_call(fault, lambda: send(entries, []), operation, target[7:])
 
+    def outbox_events(self, entries: list[dict[str, Any]]) -> Any:
+        """U's outbox puts events: the request refused as PutEvents refuses it (more than
+        ``EVENTS_MAX_ENTRIES`` entries, or entries that together reach
+        ``EVENTS_REQUEST_MAX_BYTES``: ``ValidationException``), each entry PutEvents fails for
+        its content failed alone with its ``ErrorCode`` (``sendrules.event_entry_problem``),
+        the call failed as an armed fault says, or each entry put reaching D's queue through
+        the rule's target. The results keep the request's order; ``FailedEntryCount`` counts
+        the failed (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html)."""
+        if self.out_down:
+            raise ConnectionError("destination unreachable (model)")
+        for entry in entries:
+            assert entry.get("EventBusName") == OUT_BUS, entry.get("EventBusName")
+        size = sum(sendrules.event_entry_bytes(entry) for entry in entries)
+        if not entries or len(entries) > sendrules.EVENTS_MAX_ENTRIES:
+            self.seen["refused by AWS ValidationException (entries)"] += 1
+            raise aws_faults.client_error("ValidationException", "PutEvents")
+        if size >= sendrules.EVENTS_REQUEST_MAX_BYTES:
+            self.seen["refused by AWS ValidationException (size)"] += 1
+            raise aws_faults.client_error("ValidationException", "PutEvents")
+
+        def put(sent: list[dict[str, Any]], failed: dict[str, Any] | None) -> dict[str, Any]:
+            results: list[dict[str, Any]] = [] if failed is None else [failed]
+            with self.noted():
+                for entry in sent:
+                    problem = sendrules.event_entry_problem(entry)
+                    if problem is not None:
+                        self.seen[f"failed by AWS {problem[0]}"] += 1
+                        results.append({"ErrorCode": problem[0], "ErrorMessage": problem[1]})
+                        continue
+                    self._deliver(entry)
+                    results.append({"EventId": str(uuid.uuid4())})
+            failures = sum(1 for result in results if "ErrorCode" in result)
+            return {"FailedEntryCount": failures, "Entries": results}
+
+        fault = self.faults["U"].take("outbox-events")
+        if fault is None:
+            return put(entries, None)
+        if fault.kind == "failed":
+            return put(*aws_faults.failed_event_entries(fault, entries))
+        return aws_faults.answer_call(fault, lambda: put(entries, None), "PutEvents", "events")
+
+    def _identity(self, entry: dict[str, Any]) -> tuple[str | None, str | None]:
+        """once's identity as the entry carries it: SQS's or SNS's message attributes, or an
+        event's ``Detail`` (``"once": {"source": ..., "seq": <a JSON number>}``)."""
+        if "Detail" in entry:
+            carried = json.loads(entry["Detail"]).get(c.EVENT_IDENTITY)
+            if not isinstance(carried, dict):
+                return None, None
+            seq = carried.get(c.EVENT_IDENTITY_SEQ)
+            return carried.get(c.EVENT_IDENTITY_SOURCE), (
+                str(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+            )
+        attributes: dict[str, dict[str, Any]] = entry.get("MessageAttributes") or {}
+        source = attributes.get(c.OUTBOX_ATTR_SOURCE, {}).get("StringValue")
+        return source, attributes.get(c.OUTBOX_ATTR_SEQ, {}).get("StringValue")
+
     def _deliver(self, entry: dict[str, Any]) -> None:
         """One accepted entry reaches D's queue as the transport delivers it."""
         attributes: dict[str, dict[str, Any]] = entry.get("MessageAttributes") or {}
-        body = entry["MessageBody"] if self.transport == "sqs" else entry["Message"]
-        source = attributes.get(c.OUTBOX_ATTR_SOURCE, {}).get("StringValue")
-        seq = attributes.get(c.OUTBOX_ATTR_SEQ, {}).get("StringValue")
+        body = entry.get("MessageBody") or entry.get("Message") or entry["Detail"]
+        source, seq = self._identity(entry)
         if source is None or seq is None:
             raise self.fail("identity_lost", f"an outbox message without once's identity: {entry}")
         identity = f"{source}#{int(seq)}"
@@ -851,6 +938,8 @@ class ChainMachine(RuleBasedStateMachine):
         message = Copy(uuid.uuid4().hex, body, op=op, resend=resend, identity=identity)
         if self.transport == "sns-envelope":
             message.body = self._notification(body, attributes)
+        elif self.transport in EVENT_TRANSPORTS:  # no message attributes
+            message.body = self._event(entry)
         else:  # SQS, or SNS with raw delivery on: SQS's message attributes
             message.attributes = {
                 name: {"DataType": v["DataType"], "StringValue": v["StringValue"]}
@@ -890,6 +979,31 @@ class ChainMachine(RuleBasedStateMachine):
         }
         # SNS writes it with its own spacing: '"Type" : "Notification"'.
         return json.dumps(notification, indent=2, separators=(",", " : "))
+
+    def _event(self, entry: dict[str, Any]) -> str:
+        """What the rule's SQS target sends D's queue for a put entry: the whole event
+        (``events``: ``version``, a new ``id``, ``detail-type``, ``source``, ``account``,
+        ``time`` of this ``PutEvents`` to the second, ``region``, ``resources``, ``detail``),
+        or with ``InputPath: "$.detail"`` the detail alone (``events-detail``)
+        (https://docs.aws.amazon.com/eventbridge/latest/ref/overiew-event-structure.html,
+        https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_Target.html)."""
+        detail = json.loads(entry["Detail"])
+        if self.transport == "events-detail":
+            return json.dumps(detail)
+        when = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return json.dumps(
+            {
+                "version": "0",
+                "id": str(uuid.uuid4()),
+                "detail-type": entry["DetailType"],
+                "source": entry["Source"],
+                "account": ACCOUNT,
+                "time": when,
+                "region": REGION,
+                "resources": list(entry.get("Resources") or []),
+                "detail": detail,
+            }
+        )
 
     def _sending(self, body: str) -> Op:
         """The operation whose outbox is being sent: the completion U's record holds (it owes

@@ -28,3 +28,6 @@ TWO_HOP_RATES = RATES | {"kill_before_clear": 0.02, "send_failed": 0.03, "send_d
 #: The share of the first wave's payment ids the two-hop SNS run sends again, once their
 #: hop-1 records' retention has passed (``traffic.add_reuse``).
 REUSE = 0.15
+#: The EventBridge chain's own faults on top of TWO_HOP_RATES: a PutEvents entry failed (the
+#: others put), a clear throttled past the SDK's retries.
+EVENTS_RATES = TWO_HOP_RATES | {"event_entry_failed": 0.03, "throttle_clear": 0.02}

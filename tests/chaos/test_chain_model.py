@@ -1,5 +1,6 @@
 """The chain model (``chain_model.py``): two real once consumers joined by SQS, SNS with raw
-delivery on, or SNS with raw delivery off, run on moto in every ``make test`` (bounded and
+delivery on, SNS with raw delivery off, or EventBridge (a rule's SQS target given the whole
+event, or its detail), run on moto in every ``make test`` (bounded and
 derandomized, one run per transport; a long search on request, ``ONCE_CHAIN_EXAMPLES=5000``,
 that many random examples per transport), and the controls it must catch: each defect of
 issue 39 put back by monkeypatch, then a sequence of the machine's own rules that ends in the
@@ -14,7 +15,12 @@ promise it breaks, and the suite's own derandomized search that finds it unaided
   message is never sent → invariant 2;
 - a ``SOURCE_KEY`` consumer behind SNS with raw delivery off hashes SNS's envelope
   (``once.payload.without_transport`` keeps SNS's per-publish fields): a resend after a failed
-  clear is a CONFLICT downstream → invariant 3.
+  clear is a CONFLICT downstream → invariant 3;
+- the same behind EventBridge (``once.payload.without_event_transport`` keeps the event's
+  ``id`` and ``time``, new on every ``PutEvents``) → invariant 3;
+- an outbox that takes a ``PutEvents`` answer for a success whatever its result entries say
+  (``once.outbox._events_outcome``): an entry EventBridge failed is never put again, and its
+  operation is never applied downstream → invariant 1.
 """
 
 from __future__ import annotations
@@ -31,8 +37,10 @@ from hypothesis.stateful import run_state_machine_as_test
 from moto import mock_aws
 
 from once import processor
+from once.awserrors import SENT
 from once.models import Outcome
-from tests.chaos import chain_model
+from tests.chaos import aws_faults, chain_model
+from tests.chaos.aws_faults import Fault
 from tests.chaos.chain_model import ChainMachine, Op, Violation
 
 #: The long search's size (``ONCE_CHAIN_EXAMPLES``, not derandomized); the suite's is small.
@@ -188,6 +196,20 @@ def a_resend_after_a_failed_clear(
     return machine
 
 
+def an_event_entry_failed(
+    client: Any, *, transport: str = "events", code: str = "InternalFailure"
+) -> ChainMachine:
+    """PutEvents fails the outbox's entry (``code`` in its result entry, ``FailedEntryCount``
+    1, the call itself a success): the record owes the event; the redelivery puts it again,
+    and D applies it once."""
+    machine = started(client, transport=transport)
+    machine.send_new("k1")
+    machine.faults["U"].arm(Fault("outbox-events", "failed", code))
+    deliver(machine, "U")
+    machine.quiesce()
+    return machine
+
+
 def _identity_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """Defect 2: ``once.source`` is the record id, the same for every operation on a key."""
     import once.identity
@@ -207,6 +229,22 @@ def _sns_envelope_hashed(monkeypatch: pytest.MonkeyPatch) -> None:
     import once.payload
 
     monkeypatch.setattr(once.payload, "without_transport", lambda body: body)
+
+
+def _event_hashed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 5: a SOURCE_KEY consumer hashes an EventBridge event as it came, its ``id`` and
+    ``time`` (new on every ``PutEvents``) and all."""
+    import once.payload
+
+    monkeypatch.setattr(once.payload, "without_event_transport", lambda body: body)
+
+
+def _event_entries_unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 6: the outbox takes a ``PutEvents`` that answered for a success, whatever its
+    result entries' ``ErrorCode``s and ``FailedEntryCount`` say."""
+    import once.outbox
+
+    monkeypatch.setattr(once.outbox, "_events_outcome", lambda response, entries: SENT)
 
 
 #: (the sequence of the machine's rules, the defect put back, the invariant that catches it)
@@ -248,6 +286,16 @@ CONTROLS: dict[str, tuple[Callable[[Any], ChainMachine], Callable[..., None], st
         _sns_envelope_hashed,
         "conflict_on_resend",
     ),
+    "EventBridge's event hashed downstream: a resend is a CONFLICT": (
+        lambda client: a_resend_after_a_failed_clear(client, transport="events"),
+        _event_hashed,
+        "conflict_on_resend",
+    ),
+    "PutEvents' failed entry taken for sent: its operation never applied": (
+        an_event_entry_failed,
+        _event_entries_unread,
+        "applied_not_once",
+    ),
 }
 
 
@@ -284,6 +332,12 @@ SEARCHED: dict[str, tuple[Callable[..., None], str, str]] = {
         _sns_envelope_hashed,
         "sns-envelope",
         "conflict_on_resend",
+    ),
+    "EventBridge's event hashed downstream": (_event_hashed, "events", "conflict_on_resend"),
+    "PutEvents' failed entry taken for sent": (
+        _event_entries_unread,
+        "events-detail",
+        "applied_not_once",
     ),
 }
 
@@ -322,3 +376,22 @@ def test_a_key_reused_past_upstream_retention_is_applied_again_downstream(
     machine = a_key_reused_past_upstream_retention(moto_client, transport=transport)
     committed, applied = machine._counts()
     assert committed == applied == {Op("k1", 1): 1, Op("k1", 2): 1}
+
+
+@pytest.mark.parametrize("code", aws_faults.EVENTS_ENTRY_CODES)
+@pytest.mark.parametrize("transport", chain_model.EVENT_TRANSPORTS)
+def test_an_entry_putevents_failed_is_owed_and_put_again(
+    moto_client: Any, transport: str, code: str
+) -> None:
+    """PutEvents answers the call with the outbox's entry failed (its ``ErrorCode``,
+    ``FailedEntryCount`` 1): the record owes it, nothing reached D; the redelivery puts it
+    again under the same identity, and D applies it once."""
+    machine = started(moto_client, transport=transport)
+    machine.send_new("k1")
+    machine.faults["U"].arm(Fault("outbox-events", "failed", code))
+    assert deliver(machine, "U") == [Outcome.OWED]
+    assert not machine.queues["D"].messages, "a failed entry reached D"
+    machine.advance(chain_model.VISIBILITY_S + 1)
+    assert deliver(machine, "U") == [Outcome.OWED_SENT]
+    assert deliver(machine, "D") == [Outcome.PROCESSED]
+    machine.quiesce()

@@ -5,7 +5,10 @@ write per message), the two run side by side under every fault of the two-hop ru
 them, the same chain with an SNS hop (``once-atomic-sns``: hop 1 publishes to a topic that
 feeds hop 2's queue, raw message delivery off), some of whose payment ids are sent again
 once their hop-1 records' retention has passed: new operations on old keys, which hop 2,
-whose records of the first ones are still live, must apply too."""
+whose records of the first ones are still live, must apply too. And the same chain through
+EventBridge (``once-atomic-events``: hop 1 puts the notification on a bus as an event's
+detail, a rule sends each whole event to hop 2's queue, hop 2 keyed on ``SOURCE_KEY``), under
+EventBridge's own faults as well."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from proof.chaos.harness import Endpoints, Run, chaos
-from tests.chaos.rates import REUSE, TWO_HOP_RATES
+from tests.chaos.rates import EVENTS_RATES, REUSE, TWO_HOP_RATES
 
 #: Every fault of the two-hop runs (a staged copy makes no claim to be killed after).
 TWO_HOP_FAULTS = (
@@ -35,15 +38,20 @@ TWO_HOP_FAULTS = (
 )
 #: The SNS chain's size: "deliveries to aim for" (``chaos``), about 480 messages sent.
 SNS_DELIVERIES = 600
+#: The EventBridge chain's: about 460 messages sent.
+EVENTS_DELIVERIES = 600
+#: The EventBridge chain's own faults: an entry of PutEvents failed while the others were
+#: put, a clear throttled past the SDK's retries.
+EVENTS_FAULTS = ("event_entry_failed", "throttle_clear")
 
 
 @pytest.fixture(scope="module")
 def runs(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     # Kept (pytest keeps its last temporary directories): a failure names it.
     kept = tmp_path_factory.mktemp("chaos-two-hop")
-    # The SNS chain runs beside the pair (each run mostly waits on visibility timeouts,
-    # backoffs and retention), so the module takes about as long as its longest run.
-    with ThreadPoolExecutor(2, thread_name_prefix="two-hop") as pool:
+    # The SNS and EventBridge chains run beside the pair (each run mostly waits on visibility
+    # timeouts, backoffs and retention), so the module takes about as long as its longest run.
+    with ThreadPoolExecutor(3, thread_name_prefix="two-hop") as pool:
         pair = pool.submit(
             chaos,
             200,
@@ -66,7 +74,17 @@ def runs(endpoints: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> dict
             reuse=REUSE,
             history_dir=kept / "sns",
         )
-        done = [*pair.result(), *sns.result()]
+        events = pool.submit(
+            chaos,
+            EVENTS_DELIVERIES,
+            seed=16,
+            endpoints=endpoints,
+            workers=4,
+            rates=EVENTS_RATES,
+            implementations=("once-atomic-events",),
+            history_dir=kept / "events",
+        )
+        done = [*pair.result(), *sns.result(), *events.result()]
     return {run.impl: run for run in done}
 
 
@@ -180,3 +198,40 @@ def test_once_through_sns_applies_every_operation_once_past_hop_1_s_retention(
     assert sns.notifications["reuse_applied_downstream"] > 0, figures
     for fault in TWO_HOP_FAULTS:
         assert sns.faults.get(fault, 0) > 0, f"{fault} was never injected\n{figures}"
+
+
+def test_once_through_eventbridge_applies_every_notification_once_under_every_fault(
+    runs: dict[str, Run],
+) -> None:
+    """Hop 1's outbox puts the notification on a custom bus as an event's detail (once's
+    identity its ``once`` member), and a second event no rule matches in the same
+    ``PutEvents``; a rule sends each notification whole to hop 2's queue (``id`` and ``time``
+    new on every ``PutEvents``), and hop 2, keyed on ``SOURCE_KEY``, reads it from the
+    event's ``detail``. Under every fault of the two-hop runs, an entry failed while the other
+    was put (the whole outbox then owed and put again) and a clear throttled past the SDK's
+    retries: every notification applied once, each resend a duplicate and never a CONFLICT,
+    nothing owed, nothing lost."""
+    events = runs["once-atomic-events"]
+    figures = events.figures()
+    assert events.violations == dict.fromkeys(events.violations, 0), figures
+    assert set(events.violations) >= {
+        "credit_partial",
+        "credit_twice",
+        "notified_not_once",
+        "owed_at_end",
+        "notify_conflict",
+    }, figures
+    assert events.lost == 0, figures
+    assert events.violations["owed_at_end"] == 0, figures
+    # At least 600 deliveries over the two hops, by construction: none is lost, so each of
+    # the ~460 messages sent was delivered at least once, and each payment credited (~320)
+    # had its notification applied, so delivered, at least once.
+    assert events.deliveries + events.notifications["deliveries"] >= EVENTS_DELIVERIES, figures
+    for fault in (*TWO_HOP_FAULTS, *EVENTS_FAULTS):
+        assert events.faults.get(fault, 0) > 0, f"{fault} was never injected\n{figures}"
+    # A refused send, or an entry failed, leaves the record owing both events: a later
+    # delivery put them again, and hop 2 took the notification's second event (another id
+    # and time) for the duplicate it is.
+    assert events.faults["outcome_owed"] > 0, figures
+    assert events.faults["outcome_owed_sent"] > 0, figures
+    assert events.outcomes.get("notify duplicate", 0) > 0, figures
