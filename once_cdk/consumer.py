@@ -26,7 +26,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from once import constants as c
-from once.backoff import Backoff
+from once.backoff import Backoff, to_env
 from once_cdk import existing_queue, permissions
 from once_cdk.bundling import (
     ARCHITECTURE,
@@ -155,15 +155,15 @@ class OnceConsumer(Construct):
     covers at least 5 visibility timeouts (``settings.visibility_timeout_s``), so that a BUSY
     copy of a live batch or a short outage does not send messages to the DLQ.
 
-    ``backoff`` declares the backoff the function's code passes to ``make_handler``, which
-    the construct cannot see; it does not pass it to the function either: give
-    ``make_handler`` the same values. The default is ``make_handler``'s own (2 s doubling up
-    to 300 s), which derives 10 receives for the 30 s timeout (visibility 180 s) and refuses
-    5, whose retries end after 62 s. ``backoff=Backoff(5, 600)`` (``once.backoff.Backoff``)
-    for ``make_handler(..., backoff_base_s=5, backoff_max_s=600)`` derives and checks with
-    d(n) = min(600, 5 * 2**(n-1)). ``backoff=None`` for ``backoff_base_s=None`` (backoff
-    off: each retry waits a whole visibility timeout) derives 5, and accepts any count from
-    5 that SQS and the queue's retention allow.
+    ``backoff`` is the retry backoff, declared once: the construct derives
+    ``maxReceiveCount`` from it and passes it to the function (``ONCE_BACKOFF``), where
+    ``make_handler`` without backoff arguments runs it (given arguments win, with a warning
+    when they differ). The default, 2 s doubling up to 300 s, derives 10 receives for the
+    30 s timeout (visibility 180 s) and refuses 5, whose retries end after 62 s.
+    ``backoff=Backoff(5, 600)`` (``once.Backoff``) derives and checks with d(n) = min(600,
+    5 * 2**(n-1)). ``backoff=None`` (backoff off: each retry waits a whole visibility
+    timeout) derives 5, and accepts any count from 5 that SQS and the queue's retention
+    allow.
 
     The event source mapping has two opt-in settings, both off by default (the template then
     holds neither):
@@ -336,6 +336,8 @@ class OnceConsumer(Construct):
                 c.ENV_SERVICE_NAME: service_name,
                 c.ENV_METRICS_NAMESPACE: namespace,
                 c.ENV_RETENTION_S: str(settings.record_retention_s),
+                # The backoff maxReceiveCount was derived from, run by make_handler.
+                c.ENV_BACKOFF: to_env(settings.backoff),
             },
             description=f"once consumer {service_name}: {handler} behind a fenced "
             "lock/finalize protocol on DynamoDB.",

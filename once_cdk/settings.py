@@ -4,9 +4,10 @@ Plain numbers, no CDK: every value that must not be typed by hand (the visibilit
 ``maxReceiveCount``, the retentions, the alarm thresholds) is computed here and tested row by
 row, and a setting that breaks a rule raises ``ConfigurationError`` at synth, naming the
 setting, the rule and what to do. The retry backoff's defaults come from ``once.constants``
-and its formula from ``once.backoff``, the modules the runtime reads them from; a team that
-gives ``make_handler`` its own backoff declares the same one here (``backoff=``), since the
-construct cannot see the function's code.
+and its formula from ``once.backoff``, the modules the runtime reads them from. The backoff is
+declared once, here (``backoff=``): the construct derives ``maxReceiveCount`` from it and
+passes it to the function (``ONCE_BACKOFF``), where ``make_handler`` without backoff
+arguments runs it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ RESERVED_ENVIRONMENT: Final = (
     c.ENV_DLQ_URL,
     c.ENV_SERVICE_NAME,
     c.ENV_RETENTION_S,
+    c.ENV_BACKOFF,
 )
 
 

@@ -23,13 +23,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from once.backoff import Backoff
 from once.constants import SOURCE_KEY
-from once.models import Attempt, PermanentError, TransientError
+from once.models import (
+    Attempt,
+    BatchResult,
+    Outcome,
+    PermanentError,
+    RecordResult,
+    TransientError,
+)
 
 if TYPE_CHECKING:
     from once.handler import make_handler
 
-__all__ = ["SOURCE_KEY", "Attempt", "PermanentError", "TransientError", "make_handler"]
+__all__ = [
+    "SOURCE_KEY",
+    "Attempt",
+    "Backoff",
+    "BatchResult",
+    "Outcome",
+    "PermanentError",
+    "RecordResult",
+    "TransientError",
+    "make_handler",
+]
 
 
 def __getattr__(name: str) -> Any:

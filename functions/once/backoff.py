@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from once import constants as c
+
 #: SQS's longest visibility timeout (12 hours).
 SQS_MAX_VISIBILITY_S = 43_200
 #: Past this exponent the delay is the maximum anyway; no need to build huge integers.
@@ -46,6 +48,31 @@ class Backoff:
         if holder_remaining_ms is None:
             return delay
         return min(delay, max(0, math.ceil(holder_remaining_ms / 1000)) + 1)
+
+
+#: ``ONCE_BACKOFF``'s value for no backoff (each retry waits a whole visibility timeout).
+_OFF = "off"
+
+
+def to_env(backoff: Backoff | None) -> str:
+    """How the construct passes a backoff to the function (``constants.ENV_BACKOFF``):
+    ``<base_s>,<max_s>``, or ``off``."""
+    return _OFF if backoff is None else f"{backoff.base_s},{backoff.max_s}"
+
+
+def from_env(text: str) -> Backoff | None:
+    """The backoff ``ONCE_BACKOFF`` declares; ``ValueError`` naming the variable for a value
+    ``to_env`` does not write."""
+    if text.strip() == _OFF:
+        return None
+    base, _, most = text.partition(",")
+    try:
+        return Backoff(int(base), int(most))
+    except ValueError as error:
+        raise ValueError(
+            f"{c.ENV_BACKOFF} must be <base_s>,<max_s> (e.g. 2,300) or {_OFF} (got {text!r}): "
+            f"{error}"
+        ) from None
 
 
 def source_queue_url(endpoint_url: str, event_source_arn: str) -> str:

@@ -43,6 +43,10 @@ ENV_DLQ_URL: Final = "DLQ_URL"
 ENV_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 ENV_METRICS_NAMESPACE: Final = "POWERTOOLS_METRICS_NAMESPACE"
 ENV_RETENTION_S: Final = "RECORD_RETENTION_S"
+#: The retry backoff the construct derived the DLQ's ``maxReceiveCount`` from, declared once:
+#: ``<base_s>,<max_s>`` or ``off`` (``backoff.to_env``); ``make_handler`` without backoff
+#: arguments runs it.
+ENV_BACKOFF: Final = "ONCE_BACKOFF"
 
 # --- Defaults ------------------------------------------------------------------------------
 #: The service of the runtime's own logs and metrics when POWERTOOLS_SERVICE_NAME is unset.

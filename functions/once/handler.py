@@ -29,7 +29,7 @@ from botocore.config import Config
 
 from once import constants as c
 from once import snapstart
-from once.backoff import Backoff
+from once.backoff import Backoff, from_env, to_env
 from once.botoloader import named_service_loader
 from once.models import BatchResult, Outcome, RecordResult
 from once.observability import log_safely, logger, name_service, publish, subsegment
@@ -42,6 +42,8 @@ from once.store import RecordStore
 from once.visibility import Visibility
 
 _FROM_ENV: Any = object()
+#: The backoff of a handler given none, in an environment that declares none.
+_DEFAULT_BACKOFF = Backoff(c.DEFAULT_BACKOFF_BASE_S, c.DEFAULT_BACKOFF_MAX_S)
 #: What business code may do (``make_handler(effects=)``).
 Effects = Literal["any", "staged"]
 #: An AWS call that hangs gives up after seconds (botocore waits 60 s), so a slow DynamoDB or
@@ -78,7 +80,7 @@ class Handler:
         max_workers: int,
         min_remaining_ms: int,
         quarantine_takeovers: bool,
-        backoff: Backoff | None,
+        backoff: tuple[Any, Any],
         effects: Effects = "any",
     ) -> None:
         self._process = process
@@ -95,7 +97,10 @@ class Handler:
         self._max_workers = max_workers
         self._min_remaining_ms = min_remaining_ms
         self._quarantine_takeovers = quarantine_takeovers
-        self._backoff = backoff
+        #: ``make_handler``'s (backoff_base_s, backoff_max_s), each ``_FROM_ENV`` if not given:
+        #: resolved at the first invocation (``_resolved_backoff``).
+        self._backoff_args = backoff
+        self._backoff: Backoff | None = None
         self._effects: Effects = effects
         self._visibility: Visibility | None = None
         self._config: _Config | None = None
@@ -186,6 +191,34 @@ class Handler:
             key_prefix=self._key_prefix or os.getenv(c.ENV_SERVICE_NAME) or None,
         )
 
+    def _resolved_backoff(self) -> Backoff | None:
+        """The backoff this handler runs: what ``make_handler`` was given; else what the
+        construct declared (``ONCE_BACKOFF``, the backoff it derived the DLQ's
+        ``maxReceiveCount`` from); else once's default. An argument wins over the environment
+        (the code is what a test ran), with a warning when they differ: the DLQ then comes
+        earlier or later than the construct derived."""
+        text = os.getenv(c.ENV_BACKOFF)
+        declared = from_env(text) if text is not None else _DEFAULT_BACKOFF
+        base, most = self._backoff_args
+        if base is _FROM_ENV and most is _FROM_ENV:
+            return declared
+        fill = declared or _DEFAULT_BACKOFF
+        base = fill.base_s if base is _FROM_ENV else base
+        most = fill.max_s if most is _FROM_ENV else most
+        given = None if base is None or most is None else Backoff(base, most)
+        if text is not None and given != declared:
+            log_safely(
+                logger,
+                "warning",
+                "make_handler's backoff differs from the one the construct declared and "
+                "derived the DLQ's maxReceiveCount from: make_handler's applies, so messages "
+                "reach the DLQ earlier or later than derived; declare it once (OnceConsumer("
+                "backoff=...), and make_handler without backoff arguments)",
+                make_handler=to_env(given),
+                declared=f"{c.ENV_BACKOFF}={text}",
+            )
+        return given
+
     def _resolved_for_build(self) -> _Config:
         """The configuration a processor is built from; RuntimeError for what is missing."""
         config = self._resolved()
@@ -207,6 +240,7 @@ class Handler:
             config = self._resolved_for_build()
             self._config = config
             name_service()
+            self._backoff = self._resolved_backoff()
             clients = self._clients = _ClientsFor(_client_config(self._max_workers))
             store = self._store
             if store is None:
@@ -459,8 +493,8 @@ def make_handler(
     min_remaining_ms: int = c.DEFAULT_MIN_REMAINING_MS,
     envelope: str | None = None,
     on_expired_lease: Literal["run", "quarantine"] = "run",
-    backoff_base_s: int | None = c.DEFAULT_BACKOFF_BASE_S,
-    backoff_max_s: int | None = c.DEFAULT_BACKOFF_MAX_S,
+    backoff_base_s: int | None = _FROM_ENV,
+    backoff_max_s: int | None = _FROM_ENV,
     effects: Effects = "any",
 ) -> Handler:
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
@@ -498,7 +532,11 @@ def make_handler(
     ``ChangeMessageVisibilityBatch`` on the source queue (its URL from ``eventSourceARN``,
     on the SQS client's endpoint); a change that fails is logged and changes nothing else,
     and with less than ``min_remaining_ms`` left it is skipped (logged).
-    ``None`` for either turns backoff off: the queue's visibility timeout applies.
+    ``None`` for either turns backoff off: the queue's visibility timeout applies. Not
+    given, they are what ``OnceConsumer(backoff=)`` declared in the function's environment
+    (``ONCE_BACKOFF``, from which it derived the DLQ's ``maxReceiveCount``), else 2 s and
+    300 s: declare the backoff once, on the construct. Given both, the arguments win, with a
+    warning at the first invocation if they differ from the construct's.
     ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
     until its lease has ended, so a live claim never counts as absent.
     ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
@@ -538,6 +576,8 @@ def make_handler(
             raise ValueError(
                 f"{name} must be a whole number of at least {least} (got {value!r}): {why}"
             )
+    if isinstance(backoff_base_s, int) and isinstance(backoff_max_s, int):
+        Backoff(backoff_base_s, backoff_max_s)  # refused now, not at the first invocation
     if retention_s is not None and retention_s <= 0:
         raise ValueError(
             f"retention_s must be a positive number of seconds (got {retention_s}): a record "
@@ -556,11 +596,7 @@ def make_handler(
         min_remaining_ms=min_remaining_ms,
         quarantine_takeovers=on_expired_lease == "quarantine",
         effects=effects,
-        backoff=(
-            Backoff(backoff_base_s, backoff_max_s)
-            if backoff_base_s is not None and backoff_max_s is not None
-            else None
-        ),
+        backoff=(backoff_base_s, backoff_max_s),
     )
     snapstart.register(handler)
     return handler

@@ -122,6 +122,7 @@ def test_function_runs_the_given_handler_with_the_runtime_configured(bare):
         c.ENV_SERVICE_NAME: "orders",
         c.ENV_METRICS_NAMESPACE: c.DEFAULT_METRICS_NAMESPACE,
         c.ENV_RETENTION_S: str(c.DEFAULT_RETENTION_S),
+        c.ENV_BACKOFF: f"{c.DEFAULT_BACKOFF_BASE_S},{c.DEFAULT_BACKOFF_MAX_S}",
     }
     assert props["LoggingConfig"]["LogGroup"] == {"Ref": bare.logical_id(consumer.log_group)}
     assert bare.props(consumer.log_group)["RetentionInDays"] == 14

@@ -73,14 +73,14 @@ def test_function_mapping_and_queue_follow_the_arguments(custom):
     assert queue["RedrivePolicy"]["maxReceiveCount"] == 7
 
 
-def test_the_declared_backoff_checks_max_receive_count_and_stays_out_of_the_function(custom):
+def test_the_declared_backoff_checks_max_receive_count_and_reaches_the_function(custom):
     stack, configured, second, _ = custom
     assert configured.settings.backoff == Backoff(30, 900)
     assert configured.settings.receive_count == 7  # the default backoff derives 13, refuses 7
     assert second.settings.receive_count == 10  # the default backoff's, for a 30 s timeout
-    for consumer in (configured, second):  # make_handler gets the backoff from the team
+    for consumer, declared in ((configured, "30,900"), (second, "2,300")):
         env = _props(stack, consumer.function)["Properties"]["Environment"]["Variables"]
-        assert not [name for name in env if "BACKOFF" in name.upper()]
+        assert env[c.ENV_BACKOFF] == declared  # make_handler runs it (test_backoff_declared_once)
 
 
 def test_retain_data_keeps_the_table_and_logs_and_protects_the_table(custom):
