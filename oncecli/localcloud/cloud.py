@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
 from oncecli.consumers import consumers_in
@@ -261,7 +261,13 @@ class LocalCloud:
                 self._engines.append(local)
                 self.endpoints["dynamodb"] = local.endpoint
             for stack in self.stacks:
-                self._deploy(assembly, stack)
+                try:
+                    self._deploy(assembly, stack)
+                except (ClientError, BotoCoreError) as error:
+                    raise EngineFailed(
+                        f"the local deploy of {stack.name} failed: moto answered {error} (its "
+                        f"log: {self.log_dir / 'moto.log'})"
+                    ) from error
             if self.alarm_names and self.evaluate_alarms_every:
                 self._evaluator = alarms.Evaluator(
                     self.client("cloudwatch"), self.evaluate_alarms_every
@@ -394,9 +400,16 @@ class LocalCloud:
             if stack["StackStatus"] == "CREATE_COMPLETE":
                 return dict(stack)
             if stack["StackStatus"].endswith(("FAILED", "ROLLBACK_COMPLETE")):
+                events = cfn.describe_stack_events(StackName=name)["StackEvents"]
+                reasons = [
+                    e["ResourceStatusReason"]
+                    for e in events
+                    if e.get("ResourceStatus", "").endswith("FAILED")
+                    and e.get("ResourceStatusReason")
+                ]
                 raise EngineFailed(
                     f"the local deploy of {name} failed: {stack['StackStatus']} "
-                    f"{stack.get('StackStatusReason', '')}"
+                    f"{stack.get('StackStatusReason') or '; '.join(reasons)}".rstrip()
                 )
             time.sleep(0.2)
         raise EngineFailed(f"the local deploy of {name} did not finish within 60 s")

@@ -42,32 +42,55 @@ And every SQS, SNS and DynamoDB request is held to AWS's documented rules where 
 lenient (sizes, characters, counts, ids, a transaction's items and token), with AWS's error
 codes: ``once.testing.strict``, installed here before the server starts. Its patches wrap
 the response handlers (and ``DynamoType``, ``LimitedSizeDict``), these the backend: they
-compose.
+compose. EventBridge likewise (``once.testing.strict_events``): PutEvents held to AWS's rules,
+and an event delivered to an SQS target in AWS's shape, its ``InputPath`` applied.
+
+And a failure is never a bare HTTP 500: moto's CloudFormation lets an exception of a
+resource's creation escape ``CreateStack`` (an HTTP 500 without a cause); here the stack is
+``CREATE_FAILED``, as CloudFormation marks a stack whose resource failed, with an event that
+names the resource and moto's own error (``DescribeStackEvents``: the local deploy reports
+it). Any other exception a request raises is answered as AWS answers an internal error
+(``InternalFailure``, HTTP 500) with moto's error as its message, its traceback in the log
+(an action moto does not emulate keeps moto's own answer).
+
+And a bus: moto's ``AWS::Events::EventBus`` has no physical id, so a ``Ref`` to it resolved to
+moto's object (a rule on it failed, a function's environment holding its name could not be
+read) and its stack resources had no ``PhysicalResourceId``. Here its physical id is its
+name, which CloudFormation's ``Ref`` returns for it
+(https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-events-eventbus.html).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
+import json
 import sys
 import threading
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from xml.sax.saxutils import escape
 
+import moto.cloudformation.parsing as cfn_parsing
 import moto.dynamodb.models as dynamodb_models
 import moto.sqs.models as sqs_models
 from moto.awslambda.models import LambdaFunction
+from moto.cloudformation.models import Stack
+from moto.core.responses import BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler
+from moto.events.models import EventBus
 from moto.server import main
 from moto.sqs.models import Message, Queue, SQSBackend
 
 _lock = threading.Lock()
-_call_action = DynamoHandler.call_action
 _transact_write_items = DynamoDBBackend.transact_write_items
 _receive_message = SQSBackend.receive_message
 _fifo_receives = threading.Lock()
@@ -78,17 +101,17 @@ _receive_instant = threading.local()
 _FIFO_POLL_S = 0.05
 
 
-def _strict() -> ModuleType:
-    """``once.testing.strict``, loaded from its file: importing it by name would run
-    ``once.testing``'s ``__init__``, the pytest plugin, and the local cloud (``once[local]``)
-    has no pytest. Its ``install`` sees by a mark on moto's methods whether it has run, so a
-    process that also imports it by name patches moto once."""
+def _strict(name: str = "strict") -> ModuleType:
+    """``once.testing.<name>`` (``strict``, ``strict_events``), loaded from its file:
+    importing it by name would run ``once.testing``'s ``__init__``, the pytest plugin, and the
+    local cloud (``once[local]``) has no pytest. Its ``install`` sees by a mark on moto's
+    methods whether it has run, so a process that also imports it by name patches moto once."""
     import once
 
-    path = Path(once.__file__).parent / "testing" / "strict.py"
-    spec = importlib.util.spec_from_file_location("_once_testing_strict", path)
+    path = Path(once.__file__).parent / "testing" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_once_testing_{name}", path)
     if spec is None or spec.loader is None:  # pragma: no cover - the file ships in the wheel
-        raise ImportError(f"once.testing.strict not found at {path}")
+        raise ImportError(f"once.testing.{name} not found at {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -130,6 +153,83 @@ def _configuration_with_logging(self: LambdaFunction, *args: Any, **kwargs: Any)
         **{k: v for k, v in given.items() if k not in ("LogFormat", "LogGroup")},
     }
     return config
+
+
+class _ResourceFailed(Exception):
+    """A stack resource moto could not create: its logical id, type and moto's error."""
+
+    def __init__(self, logical_id: str, kind: str, error: BaseException) -> None:
+        super().__init__(f"{logical_id} ({kind}): {type(error).__name__}: {error}")
+
+
+_parse_and_create_resource = cfn_parsing.parse_and_create_resource
+_create_resources = Stack.create_resources
+
+
+def _naming_the_resource(
+    logical_id: str, resource_json: dict[str, Any], *args: Any, **kwargs: Any
+) -> Any:
+    """moto's creation of one resource; its failure names the resource (the innermost one:
+    a resource is created when another refers to it)."""
+    try:
+        return _parse_and_create_resource(logical_id, resource_json, *args, **kwargs)
+    except _ResourceFailed:
+        raise
+    except Exception as error:
+        if type(error).__module__.startswith("moto.cloudformation"):
+            raise  # a template error moto answers itself (ValidationError...)
+        raise _ResourceFailed(logical_id, str(resource_json.get("Type")), error) from error
+
+
+def _failing_as_cloudformation(self: Stack) -> None:
+    """moto's stack creation; a resource that fails makes the stack ``CREATE_FAILED`` with an
+    event naming it and moto's error, as CloudFormation reports a failed resource (moto let
+    the exception escape ``CreateStack``: an HTTP 500 without a cause)."""
+    try:
+        _create_resources(self)
+    except _ResourceFailed as error:
+        traceback.print_exc(file=sys.stderr)
+        self.status = "CREATE_FAILED"
+        self._add_stack_event("CREATE_FAILED", resource_status_reason=f"moto failed on {error}")
+
+
+def _json_protocol(response: BaseResponse) -> bool:
+    """Whether a request is of a JSON protocol (its error answered in JSON): a query
+    protocol request names its ``Action`` without an ``X-Amz-Target``."""
+    headers = response.headers or {}
+    return "X-Amz-Target" in headers or "Action" not in (response.querystring or {})
+
+
+def _answering_failures(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A response handler whose unexpected exception is answered as AWS answers an internal
+    error (``InternalFailure``, HTTP 500) with moto's error as its message, its traceback in
+    the server's log: the caller learns the cause, not a bare HTML page."""
+
+    @functools.wraps(original)
+    def call_action(self: BaseResponse) -> Any:
+        try:
+            return original(self)
+        except NotImplementedError:
+            raise  # an action moto does not emulate: moto's own answer, as ever
+        except Exception as error:
+            traceback.print_exc(file=sys.stderr)
+            cause = (
+                f"moto failed on {self.service_name} {self._get_action()}: "
+                f"{type(error).__name__}: {error}"
+            )
+            if _json_protocol(self):
+                body = json.dumps({"__type": "InternalFailure", "message": cause})
+                return 500, {"x-amzn-ErrorType": "InternalFailure"}, body
+            body = (
+                "<ErrorResponse><Error><Type>Receiver</Type><Code>InternalFailure</Code>"
+                f"<Message>{escape(cause)}</Message></Error></ErrorResponse>"
+            )
+            return 500, {"Content-Type": "text/xml"}, body
+
+    return call_action
+
+
+_call_action = _answering_failures(DynamoHandler.call_action)
 
 
 def _serialized(self: Any) -> Any:
@@ -261,7 +361,12 @@ SQSBackend.change_message_visibility = _change_visibility_under_lock  # type: ig
 LambdaFunction.__init__ = _keeps_logging_config  # type: ignore[method-assign]
 LambdaFunction.create_from_cloudformation_json = classmethod(_from_template_with_logging_config)  # type: ignore[method-assign,assignment]
 LambdaFunction.get_configuration = _configuration_with_logging  # type: ignore[method-assign]
+BaseResponse.call_action = _answering_failures(BaseResponse.call_action)  # type: ignore[method-assign,assignment]
+cfn_parsing.parse_and_create_resource = _naming_the_resource
+Stack.create_resources = _failing_as_cloudformation  # type: ignore[method-assign]
+EventBus.physical_resource_id = property(lambda self: self.name)  # type: ignore[attr-defined]
 _strict().install()
+_strict("strict_events").install()
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -225,6 +225,15 @@ def queue_arn(url: str, account: str, region: str) -> str:
     return f"arn:aws:sqs:{found.group(1) if found else region}:{owner}:{name}"
 
 
+def event_bus_arn(name: str | None, account: str, region: str) -> str:
+    """An event bus's ARN from PutEvents' ``EventBusName``: a name or an ARN ("The name or
+    ARN of the event bus to receive the event"), the default bus when it is left out
+    (botocore events/2015-10-07 PutEventsRequestEntry.EventBusName)."""
+    if name and name.startswith("arn:"):
+        return name
+    return f"arn:aws:events:{region}:{account}:event-bus/{name or 'default'}"
+
+
 #: DynamoDB's PartiQL operations: where each request names its statements.
 _PARTIQL = {
     "ExecuteStatement": lambda p: [p.get("Statement")],
@@ -410,6 +419,21 @@ def _sts(operation: str, params: Mapping[str, Any], account: str, region: str) -
     return [Check(f"sts:{operation}", params.get("RoleArn") or "*")]
 
 
+def _events(operation: str, params: Mapping[str, Any], account: str, region: str) -> list[Check]:
+    """EventBridge's PutEvents is authorized as ``events:PutEvents`` on the bus each entry
+    names: "the resource ... is the ARN of the event bus" (Service Authorization Reference,
+    https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridge.html:
+    PutEvents, resource type event-bus; https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-identity-based.html).
+    Its other operations, on ``*`` as the services this module does not map."""
+    if operation != "PutEvents":
+        return [Check(f"events:{operation}", "*")]
+    buses = [entry.get("EventBusName") for entry in params.get("Entries") or []] or [None]
+    return [
+        Check("events:PutEvents", arn)
+        for arn in dict.fromkeys(event_bus_arn(bus, account, region) for bus in buses)
+    ]
+
+
 def _anywhere(prefix: str) -> Callable[[str, Mapping[str, Any], str, str], list[Check]]:
     """CloudWatch's PutMetricData (and any action without resource-level rules) on ``*``."""
     return lambda operation, _params, _account, _region: [Check(f"{prefix}:{operation}", "*")]
@@ -423,6 +447,7 @@ _RULES: dict[str, Callable[[str, Mapping[str, Any], str, str], list[Check]]] = {
     "logs": _logs,
     "sts": _sts,
     "cloudwatch": _anywhere("cloudwatch"),
+    "events": _events,
 }
 
 
@@ -713,35 +738,46 @@ class _Resolver:
     def get_att(self, name: str, attribute: str) -> str:
         kind = (self.resources.get(name) or {}).get("Type", "")
         phys = self.physical.get(name)
-        if phys is None:
+        if not phys:  # not deployed, or deployed without a physical id
             self.notes.append(f"Fn::GetAtt {name}.{attribute} not resolved: matches nothing")
             return f"{_UNRESOLVED}:{name}.{attribute}"
         a, r = self.account, self.region
-        arns = {
+        # Each attribute computed only when asked: one type's reading of a physical id must
+        # not fail another's (a queue's URL parsed out of a bus's name).
+        arns: dict[str, Callable[[], str]] = {
             "AWS::DynamoDB::Table": {
-                "Arn": table_arn(phys, a, r),
-                "StreamArn": f"{table_arn(phys, a, r)}/stream/*",
+                "Arn": lambda: table_arn(phys, a, r),
+                "StreamArn": lambda: f"{table_arn(phys, a, r)}/stream/*",
             },
             "AWS::SQS::Queue": {
-                "Arn": queue_arn(phys, a, r),
-                "QueueName": phys.rstrip("/").rsplit("/", 1)[-1],
-                "QueueUrl": phys,
+                "Arn": lambda: queue_arn(phys, a, r),
+                "QueueName": lambda: phys.rstrip("/").rsplit("/", 1)[-1],
+                "QueueUrl": lambda: phys,
             },
-            "AWS::SNS::Topic": {"TopicArn": phys, "TopicName": phys.rsplit(":", 1)[-1]},
-            "AWS::Logs::LogGroup": {"Arn": f"arn:aws:logs:{r}:{a}:log-group:{phys}:*"},
-            "AWS::KMS::Key": {"Arn": phys if phys.startswith("arn:") else
-                              f"arn:aws:kms:{r}:{a}:key/{phys}", "KeyId": phys},
-            "AWS::IAM::Role": {"Arn": f"arn:aws:iam::{a}:role/{phys}"},
-            "AWS::Lambda::Function": {"Arn": f"arn:aws:lambda:{r}:{a}:function:{phys}"},
-            "AWS::S3::Bucket": {"Arn": f"arn:aws:s3:::{phys}"},
-            "AWS::Kinesis::Stream": {"Arn": f"arn:aws:kinesis:{r}:{a}:stream/{phys}"},
-            "AWS::Events::EventBus": {"Arn": f"arn:aws:events:{r}:{a}:event-bus/{phys}"},
+            "AWS::SNS::Topic": {"TopicArn": lambda: phys,
+                                "TopicName": lambda: phys.rsplit(":", 1)[-1]},
+            "AWS::Logs::LogGroup": {"Arn": lambda: f"arn:aws:logs:{r}:{a}:log-group:{phys}:*"},
+            "AWS::KMS::Key": {"Arn": lambda: phys if phys.startswith("arn:") else
+                              f"arn:aws:kms:{r}:{a}:key/{phys}", "KeyId": lambda: phys},
+            "AWS::IAM::Role": {"Arn": lambda: f"arn:aws:iam::{a}:role/{phys}"},
+            "AWS::Lambda::Function": {"Arn": lambda: f"arn:aws:lambda:{r}:{a}:function:{phys}"},
+            "AWS::S3::Bucket": {"Arn": lambda: f"arn:aws:s3:::{phys}"},
+            "AWS::Kinesis::Stream": {"Arn": lambda: f"arn:aws:kinesis:{r}:{a}:stream/{phys}"},
+            "AWS::Events::EventBus": {"Arn": lambda: event_bus_arn(phys, a, r),
+                                      "Name": lambda: phys},
             "AWS::SSM::Parameter": {
-                "Arn": f"arn:aws:ssm:{r}:{a}:parameter/{phys.lstrip('/')}"
+                "Arn": lambda: f"arn:aws:ssm:{r}:{a}:parameter/{phys.lstrip('/')}"
             },
         }.get(kind, {})  # fmt: skip
         if attribute in arns:
-            return arns[attribute]
+            try:
+                return arns[attribute]()
+            except (IndexError, ValueError) as error:
+                self.notes.append(
+                    f"Fn::GetAtt {name}.{attribute} ({kind}) not resolved from {phys!r} "
+                    f"({error}): matches nothing"
+                )
+                return f"{_UNRESOLVED}:{name}.{attribute}"
         if attribute in ("Arn", "Id") and phys.startswith("arn:"):
             return phys
         self.notes.append(f"Fn::GetAtt {name}.{attribute} ({kind}) not resolved: matches nothing")
@@ -922,13 +958,19 @@ def deployed_role(cfn: Any, function_name: str, iam: Any = None) -> RolePolicy:
     exports = {e["Name"]: e["Value"] for e in cfn.list_exports().get("Exports", [])}
     for stack in names:
         listed = cfn.list_stack_resources(StackName=stack)["StackResourceSummaries"]
-        physical = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in listed}
+        # A resource deployed without a physical id resolves to nothing (its grants match
+        # nothing, noted), never fails the rest of the role.
+        physical = {
+            r["LogicalResourceId"]: r["PhysicalResourceId"]
+            for r in listed
+            if r.get("PhysicalResourceId")
+        }
         function = next(
             (
                 r["LogicalResourceId"]
                 for r in listed
                 if r["ResourceType"] == "AWS::Lambda::Function"
-                and r["PhysicalResourceId"] == function_name
+                and r.get("PhysicalResourceId") == function_name
             ),
             None,
         )

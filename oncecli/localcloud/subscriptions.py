@@ -56,11 +56,17 @@ class Resolver:
     def physical(self, logical_id: str) -> str:
         if self._physical is None:
             resources = self._cfn.describe_stack_resources(StackName=self._stack)
+            # A resource moto deployed without a physical id is left out: only what refers
+            # to it cannot be resolved, never the rest of the stack.
             self._physical = {
-                r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources["StackResources"]
+                r["LogicalResourceId"]: r["PhysicalResourceId"]
+                for r in resources["StackResources"]
+                if r.get("PhysicalResourceId")
             }
         if logical_id not in self._physical:
-            raise Unresolvable(f"{logical_id} is not a deployed resource of {self._stack}")
+            raise Unresolvable(
+                f"{logical_id} is not a deployed resource of {self._stack} with a physical id"
+            )
         return self._physical[logical_id]
 
     def _pseudo(self, name: str) -> str | None:

@@ -227,6 +227,8 @@ class OnceEnv:
         self.sqs: Any = None
         #: moto's SNS, built at the first outbox message to a topic.
         self.sns: Any = None
+        #: moto's EventBridge, built at the first outbox event to a bus.
+        self.events: Any = None
         self._saved_env: dict[str, str | None] = {}
         self._mock: Any = None
         self._queues: dict[str, SourceQueue] = {}
@@ -245,9 +247,10 @@ class OnceEnv:
                 f"once_env runs on moto: install the test dependencies, {install_hint('testing')}"
             ) from error
 
-        from once.testing import strict
+        from once.testing import strict, strict_events
 
         strict.install()  # moto held to AWS's rules (sizes, characters, counts): strict.py
+        strict_events.install()  # EventBridge: PutEvents' rules, events in AWS's shape
         self._set_env()
         try:
             self._mock = mock_aws()
@@ -508,11 +511,16 @@ class OnceEnv:
         return binding
 
     def _client_for(self, service: str) -> Any:
-        """The outbox's clients: the kit's own, on moto."""
+        """The outbox's clients (``sqs``, ``sns``, ``events``): the kit's own, on moto, SNS's
+        and EventBridge's built at their first send."""
         if service == "sns":
             if self.sns is None:
                 self.sns = _session(os.environ["AWS_DEFAULT_REGION"]).client("sns")
             return self.sns
+        if service == "events":
+            if self.events is None:
+                self.events = _session(os.environ["AWS_DEFAULT_REGION"]).client("events")
+            return self.events
         return self.sqs
 
     # --- time and state --------------------------------------------------------------------
