@@ -40,6 +40,7 @@ from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, STACK_ENV
 from oncecli.errors import CliError, UsageError
 from oncecli.localcloud.batchrules import MALFORMED, decide
 from oncecli.localcloud.cloud import LocalCloud
+from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.mapping import Worker, event_record
 from oncecli.project import Project
 
@@ -251,12 +252,17 @@ def invoke(args: argparse.Namespace, console: Console, context: dict[str, str]) 
             {**consumer.function.environment, **cloud.worker_env(consumer)},
             str(log),
         )
+        # Its metrics and lines go where a worker's of `once up` go: `once status` and
+        # `once logs` count this invocation as one of the mapping's.
+        shipper = Shipper(cloud.client("cloudwatch"), cloud.client("logs"))
+        shipper.follow(log, consumer.function.log_group)
         worker.launch()
         try:
             worker.wait_ready()
             response, error, trouble = worker.invoke(payload)
         finally:
             worker.close()
+            shipper.ship()
         lines = log.read_text() if log.is_file() else ""
     sys.stderr.write(lines)
     ids = [str(r["messageId"]) for r in payload["Records"]]

@@ -34,6 +34,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from oncecli.localcloud.engines import (
     DynamoDBLocal,
     Engine,
     MotoServer,
+    check_port_free,
     enter_private_netns,
 )
 from oncecli.localcloud.mapping import FunctionConfig, Mapping, MappingConfig
@@ -202,20 +204,25 @@ class LocalCloud:
         """The app's cloud assembly (synthesized, or cached from the last synth of the same
         inputs), and the stacks of it that hold a consumer."""
         if self.assembly is None:
-            self.project = self.project or Project.find()
-            self.build_dir = self.project.build_dir
-            self.build_dir.mkdir(parents=True, exist_ok=True)
+            assert self.project is not None
             assembly = synth(self.project, self.context, log=self.build_dir / "synth.log")
         else:
             assembly = self.assembly
-            self.build_dir.mkdir(parents=True, exist_ok=True)
         self.stacks = to_deploy(stacks_of(assembly))
         return assembly
+
+    def _find_build_dir(self) -> None:
+        """The project (for a synth) and the folder its builds and logs go to."""
+        if self.assembly is None:
+            self.project = self.project or Project.find()
+            self.build_dir = self.project.build_dir
+        self.build_dir.mkdir(parents=True, exist_ok=True)
 
     def attach(self, endpoint: str, dynamodb_endpoint: str | None = None) -> LocalCloud:
         """A view of the local cloud another process runs (``once up``) at ``endpoint``:
         the app's consumers, as deployed there, read from its engines; nothing is started
         or deployed (``once invoke`` runs a function of it)."""
+        self._find_build_dir()
         self._synthesized()
         self.endpoints = {
             "sqs": endpoint,
@@ -239,18 +246,40 @@ class LocalCloud:
         return self
 
     def start(self) -> LocalCloud:
-        assembly = self._synthesized()
+        """Deploy the app's stacks on the engines and return the cloud running. The moto
+        server starts while the app synthesizes (each takes seconds: moto's import, the
+        CDK's); a port asked for is checked first, before either."""
+        if self.port:
+            check_port_free(self.port)
+        self._find_build_dir()
+        os.environ.update(local_env())
+        os.environ.pop("AWS_PROFILE", None)
+        self._own_logs()
+        moto = MotoServer(log=self.log_dir / "moto.log", port=self.port)
+        self._engines.append(moto)
+        # The app synthesizes on a thread while this one starts the server: the server's
+        # process dies with the thread that started it (``engines.spawn``), so it is this one.
+        with ThreadPoolExecutor(1, thread_name_prefix="synth") as synthesizing:
+            synthesized = synthesizing.submit(self._synthesized)
+            try:
+                moto.start()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    synthesized.result()
+                self.stop()
+                raise
+            try:
+                assembly = synthesized.result()
+            except BaseException:
+                self.stop()
+                raise
         if not self.stacks:
+            self.stop()
             raise SynthFailed(
                 f"the app synthesized in {assembly} has no OnceConsumer: the local cloud runs "
                 "the stacks that hold one (once_cdk.OnceConsumer)"
             )
-        os.environ.update(local_env())
-        os.environ.pop("AWS_PROFILE", None)
-        self._own_logs()
         try:
-            moto = MotoServer(log=self.log_dir / "moto.log", port=self.port).start()
-            self._engines.append(moto)
             self.endpoints = {
                 "sqs": moto.endpoint,
                 "dynamodb": moto.endpoint,
@@ -536,9 +565,13 @@ class LocalCloud:
         On a failure the ones started are stopped."""
         running: list[Mapping] = []
         try:
+            # Every worker of every consumer imports its handler at once, then each mapping
+            # polls once its own are ready.
             for consumer in self.consumers:
                 mapping = self.mapping(workers(consumer), consumer.log_name, consumer)
-                running.append(mapping.start())
+                running.append(mapping.launch())
+            for consumer, mapping in zip(self.consumers, running, strict=True):
+                mapping.ready()
                 shipper.follow(self.log_dir / consumer.log_name, consumer.function.log_group)
         except BaseException:
             for mapping in running:

@@ -236,11 +236,20 @@ class Mapping:
 
     def start(self) -> Mapping:
         """Start the workers (in parallel), wait for their init, then start polling."""
+        return self.launch().ready()
+
+    def launch(self) -> Mapping:
+        """Start the workers' processes, without waiting for their init: the workers of
+        several mappings import their handlers at once (``ready``)."""
         self._workers = [
             Worker(self.function, self._env, self._log) for _ in range(self.concurrency)
         ]
         for worker in self._workers:
             worker.launch()
+        return self
+
+    def ready(self) -> Mapping:
+        """Wait for the launched workers' init, then start polling."""
         for worker in self._workers:
             worker.wait_ready()
         for n, worker in enumerate(self._workers):

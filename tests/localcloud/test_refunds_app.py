@@ -526,6 +526,9 @@ def test_once_event_then_invoke_runs_one_refund_on_its_consumer(running: Running
     assert 'batch response: {"batchItemFailures": []}' in invoked.stdout, invoked.stdout
     assert "by AWS's rules: success" in invoked.stdout
     assert "refund accepted" in invoked.stderr  # the function's log: the team's line
+    # Its lines and metrics went where a worker's go: `once logs`, `once status`.
+    logs = running.once("logs", "--consumer", "Refunds", "--since", "10", *running.where)
+    assert record["messageId"] in logs.stdout, logs.stdout + logs.stderr
 
 
 def test_an_unknown_consumer_is_refused_naming_the_stack_s_consumers(running: Running) -> None:
