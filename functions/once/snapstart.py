@@ -1,4 +1,15 @@
-"""Lambda SnapStart: what once builds before a snapshot, and what it builds again after.
+"""Lambda's INIT: what once builds before the first invocation (on demand, with provisioned
+concurrency, and before a SnapStart snapshot), and what it builds again after a restore.
+
+On demand and with provisioned concurrency, each handler ``make_handler`` built in INIT (its
+module's import) is primed there (``Handler.prime``), when Lambda says which INIT it runs
+(``AWS_LAMBDA_INITIALIZATION_TYPE``: "on-demand", "provisioned-concurrency", "snap-start",
+https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime):
+botocore's imports, its service models and the clients are built at INIT's CPU, not at the
+first record's. A function's CPU is its memory size's share (one vCPU at 1,769 MB:
+https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html), and at 512 MB the
+first record, importing botocore at that share, took about 340 ms where INIT builds it in
+about 70 (docs/performance.md, the memory sweep's cold start).
 
 With SnapStart on published versions, Lambda runs a version's INIT once, snapshots the
 environment, and starts every later cold environment of that version from the snapshot. What
@@ -27,6 +38,7 @@ registering one keeps nothing alive.
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import weakref
 from typing import Protocol
@@ -35,6 +47,10 @@ from once.observability import log_safely, logger
 
 #: The Lambda runtime's hook registry (on PyPI as ``snapshot-restore-py``).
 RUNTIME_HOOKS_MODULE = "snapshot_restore_py"
+#: Lambda's variable naming the INIT it runs, and the INITs after which an invocation follows
+#: in the same environment (not a snapshot's, which ``before_snapshot`` primes).
+INIT_TYPE_ENV = "AWS_LAMBDA_INITIALIZATION_TYPE"
+PRIMED_AT_INIT = ("on-demand", "provisioned-concurrency")
 
 
 class Primable(Protocol):
@@ -62,27 +78,33 @@ def register(handler: Primable) -> None:
     global _hooked
     with _lock:
         _handlers.add(handler)
-        if _hooked:
-            return
-        try:
-            hooks = importlib.import_module(RUNTIME_HOOKS_MODULE)
-        except ImportError:
-            return
-        hooks.register_before_snapshot(before_snapshot)
-        hooks.register_after_restore(after_restore)
-        _hooked = True
+        if not _hooked:
+            try:
+                hooks = importlib.import_module(RUNTIME_HOOKS_MODULE)
+            except ImportError:
+                hooks = None
+            if hooks is not None:
+                hooks.register_before_snapshot(before_snapshot)
+                hooks.register_after_restore(after_restore)
+                _hooked = True
+    if os.environ.get(INIT_TYPE_ENV) in PRIMED_AT_INIT:
+        _prime(handler, "at init")
+
+
+def _prime(handler: Primable, when: str) -> None:
+    """Prime ``handler``; a failure is logged, never raised (into INIT or the snapshot): the
+    first invocation builds what is missing, or says what is."""
+    try:
+        if not handler.prime():
+            log_safely(logger, "warning", f"not primed {when}: configuration incomplete")
+    except Exception as error:
+        log_safely(logger, "warning", f"not primed {when}", error=type(error).__name__)
 
 
 def before_snapshot() -> None:
     """Prime every live handler; a failure is logged, never raised into the snapshot."""
     for handler in list(_handlers):
-        try:
-            if not handler.prime():
-                log_safely(
-                    logger, "warning", "not primed for the snapshot: configuration incomplete"
-                )
-        except Exception as error:
-            log_safely(logger, "warning", "not primed for the snapshot", error=type(error).__name__)
+        _prime(handler, "for the snapshot")
 
 
 def after_restore() -> None:
