@@ -73,6 +73,7 @@ bench: synth java
 	$(PY) -m proof.bench.commit
 	$(PY) -m proof.bench.retry --plot docs/perf_retry.png
 	$(PY) -m proof.bench.deliver
+	$(PY) -m proof.bench.sweep
 
 clean:
 	rm -rf .venv node_modules cdk.out build .pytest_cache .ruff_cache

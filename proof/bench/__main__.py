@@ -31,6 +31,7 @@ from oncecli.localcloud.engines import ENGINES, in_private_netns, netns_argv
 from oncecli.project import ROOT
 from proof import example
 from proof.bench import coldstart, footprint, run, throughput
+from proof.bench.page import KEPT_SECTIONS
 from proof.bench.report import machine, render
 
 ALL_SECTIONS = ("work", "batches", "latency", "profile", "coldstart", "footprint", "throughput")
@@ -88,12 +89,6 @@ def _child(
             tail = "\n".join(other[-25:])
             raise RuntimeError(f"{module} on {engine} failed (exit {proc.returncode}):\n{tail}")
         return json.loads(out.read_text())
-
-
-#: Sections after this line of docs/performance.md are measured by their own scripts
-#: (``python -m proof.bench.retry``, which ``make bench`` runs after this one): a
-#: rewrite of the page keeps them as they are.
-KEPT_SECTIONS = "<!-- sections below: measured by their own scripts, kept by make bench -->"
 
 
 def _write_page(docs: Path, page: str) -> None:

@@ -37,9 +37,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
-from proof.bench import commit, prices
+from proof.bench import atomic, prices
 from proof.bench.subjects import context, sqs_event
 from proof.bench.wire import Wire
 from proof.chaos.peers import powertools
@@ -49,9 +49,9 @@ TITLE = {"powertools": "Powertools", "once": "once two-phase", "once-staged": "o
 #: Powertools' own record table (its records have other attributes than once's).
 PT_TABLE = "bench-cost-powertools"
 VARIANTS = (
-    commit.Variant("no staged write", 0, 0),
-    commit.Variant("one staged write", 1, 0),
-    commit.Variant("outbox of one", 0, 1),
+    atomic.Variant("no staged write", 0, 0),
+    atomic.Variant("one staged write", 1, 0),
+    atomic.Variant("outbox of one", 0, 1),
 )
 #: The Lambda function the figures are priced for.
 MEMORY_GB = 0.5
@@ -80,9 +80,9 @@ def plan(scale: str) -> Plan:
 
 
 def powertools_business(
-    variant: commit.Variant, wire: Wire, sqs: Any, queue: str | commit.Outbound, ms: float
+    variant: atomic.Variant, wire: Wire, sqs: Any, queue: str | atomic.Outbound, ms: float
 ) -> Callable[[Any, Any], Any]:
-    """The same business code as ``commit.business``, written for Powertools: the write and
+    """The same business code as ``atomic.business``, written for Powertools: the write and
     the message are its own calls (Powertools stages nothing)."""
     ddb = wire.client()
 
@@ -92,7 +92,7 @@ def powertools_business(
         pid, account, amount = payment["paymentId"], payment["account"], payment["amount"]
         if variant.writes >= 1:
             ddb.put_item(
-                TableName=commit.LEDGER,
+                TableName=atomic.LEDGER,
                 Item={
                     "id": {"S": f"entry#{pid}"},
                     "account": {"S": account},
@@ -111,10 +111,10 @@ def powertools_business(
 
 def build(
     consumer: str,
-    variant: commit.Variant,
+    variant: atomic.Variant,
     wire: Wire,
     sqs: Any,
-    queue: str | commit.Outbound,
+    queue: str | atomic.Outbound,
     ms: float,
 ) -> Callable[[list[str], str | None], None]:
     """A function that delivers one batch of keys to ``consumer`` running ``variant``; for
@@ -129,16 +129,16 @@ def build(
         )
 
         def deliver_pt(keys: list[str], expect: str | None = None) -> None:
-            response = h(sqs_event([commit.body(k) for k in keys]), context())
+            response = h(sqs_event([atomic.body(k) for k in keys]), context())
             if response["batchItemFailures"]:
                 raise RuntimeError(f"Powertools, {variant.label}: records failed; no figure")
 
         return deliver_pt
-    effects = "staged" if consumer == "once-staged" else "any"
-    h = commit.handler(variant, queue, ms, effects=effects)
+    mode: Literal["any", "staged"] = "staged" if consumer == "once-staged" else "any"
+    h = atomic.handler(variant, queue, ms, effects=mode)
 
     def deliver_once(keys: list[str], expect: str | None = None) -> None:
-        commit.deliver(h, keys, expect)
+        atomic.deliver(h, keys, expect)
 
     return deliver_once
 
@@ -185,7 +185,7 @@ class CallTimer:
 
 
 def counts(
-    wire: Wire, units: commit.Units, sqs: Any, queue_url: str, n: int
+    wire: Wire, units: atomic.Units, sqs: Any, queue_url: str, n: int
 ) -> dict[str, dict[str, Any]]:
     """Per consumer and variant: the new path and the duplicate; for ``once``'s outbox, the
     duplicate that owes its outbox (sent, then cleared)."""
@@ -193,20 +193,20 @@ def counts(
     for consumer in CONSUMERS:
         for variant in VARIANTS:
             deliver = build(consumer, variant, wire, sqs, queue_url, 0)
-            keys = commit.new_keys(n)
+            keys = atomic.new_keys(n)
             new_outcome = None if consumer == "powertools" else "processed"
             dup_outcome = None if consumer == "powertools" else "duplicate"
             row: dict[str, Any] = {
-                "new": commit.counted(wire, units, partial(deliver, keys, new_outcome), n),
-                "duplicate": commit.counted(wire, units, partial(deliver, keys, dup_outcome), n),
+                "new": atomic.counted(wire, units, partial(deliver, keys, new_outcome), n),
+                "duplicate": atomic.counted(wire, units, partial(deliver, keys, dup_outcome), n),
             }
             if variant.messages and consumer != "powertools":
                 missing = queue_url.rsplit("/", 1)[0] + f"/bench-cost-owed-{uuid.uuid4().hex[:8]}"
                 owing = build(consumer, variant, wire, sqs, missing, 0)
-                owed = commit.new_keys(n)
-                commit.counted(wire, units, partial(owing, owed, "owed"), n)
+                owed = atomic.new_keys(n)
+                atomic.counted(wire, units, partial(owing, owed, "owed"), n)
                 sqs.create_queue(QueueName=missing.rsplit("/", 1)[1])
-                row["owed_duplicate"] = commit.counted(
+                row["owed_duplicate"] = atomic.counted(
                     wire, units, partial(owing, owed, "owed_sent"), n
                 )
             out[f"{consumer}|{variant.label}"] = row
@@ -215,20 +215,20 @@ def counts(
 
 def timing(
     wire: Wire,
-    meters: commit.Meters,
+    meters: atomic.Meters,
     sqs: Any,
-    queue: commit.Outbound,
+    queue: atomic.Outbound,
     reps: int,
     timer: CallTimer,
 ) -> dict[str, dict[str, Any]]:
     """Batches of ``BATCH`` new keys per combination, taking turns; ``once``'s duplicates
     (the same batch again) for the variant without staged writes."""
-    wire.latency_ms = commit.RTT_MS
+    wire.latency_ms = atomic.RTT_MS
     combos = [(c, v) for c in CONSUMERS for v in VARIANTS]
-    delivers = [build(c, v, wire, sqs, queue, commit.BUSINESS_MS) for c, v in combos]
+    delivers = [build(c, v, wire, sqs, queue, atomic.BUSINESS_MS) for c, v in combos]
     expect = [None if c == "powertools" else "processed" for c, _ in combos]
     for deliver, outcome in zip(delivers, expect, strict=True):
-        deliver(commit.new_keys(BATCH), outcome)  # untimed: clients, pools
+        deliver(atomic.new_keys(BATCH), outcome)  # untimed: clients, pools
         queue.empty()
     new: list[list[dict[str, float]]] = [[] for _ in combos]
     dup: dict[int, list[dict[str, float]]] = {
@@ -239,7 +239,7 @@ def timing(
         order = list(range(len(combos)))
         order = order[rep % len(order) :] + order[: rep % len(order)]
         for i in order:
-            keys = commit.new_keys(BATCH)
+            keys = atomic.new_keys(BATCH)
             new[i].append(meters.sample(partial(delivers[i], keys, expect[i])))
             if i in dup:
                 dup[i].append(meters.sample(partial(delivers[i], keys, "duplicate")))
@@ -248,9 +248,9 @@ def timing(
     wire.latency_ms = 0.0
     out: dict[str, dict[str, Any]] = {}
     for i, (c, v) in enumerate(combos):
-        row = {"new": commit.summary(new[i], BATCH)}
+        row = {"new": atomic.summary(new[i], BATCH)}
         if i in dup:
-            row["duplicate"] = commit.summary(dup[i], BATCH)
+            row["duplicate"] = atomic.summary(dup[i], BATCH)
         out[f"{c}|{v.label}"] = row
     return out | {"calls_ms": timer.medians()}
 
@@ -258,7 +258,7 @@ def timing(
 def measure(
     wire: Wire,
     reader: Any,
-    meters: commit.Meters,
+    meters: atomic.Meters,
     sqs: Any,
     queue_url: str,
     scale: str,
@@ -270,21 +270,21 @@ def measure(
 
     p = plan(scale)
     create_table(wire.client(), PT_TABLE)
-    units = commit.Units(commit.Refused(wire), commit.RuleUnits(wire, reader))
+    units = atomic.Units(atomic.Refused(wire), atomic.RuleUnits(wire, reader))
     timer = CallTimer(wire)
     tick("cost: counts per consumer and variant")
     was, wire.capacity_on = wire.capacity_on, True
     got = {"counts": counts(wire, units, sqs, queue_url, p.count), "count_records": p.count}
     wire.capacity_on = False
     tick(f"cost: batches of {BATCH}, {p.reps} per consumer and variant")
-    outbound = commit.Outbound(sqs, "bench-cost-timed")
+    outbound = atomic.Outbound(sqs, "bench-cost-timed")
     got["timing"] = timing(wire, meters, sqs, outbound, p.reps, timer)
     outbound.empty()
     wire.capacity_on = was
     return got | {
         "reps": p.reps,
-        "rtt_ms": commit.RTT_MS,
-        "business_ms": commit.BUSINESS_MS,
+        "rtt_ms": atomic.RTT_MS,
+        "business_ms": atomic.BUSINESS_MS,
         "prices_as_of": prices.AS_OF,
     }
 
@@ -292,32 +292,36 @@ def measure(
 # --- the arithmetic -------------------------------------------------------------------------
 
 
-def lambda_usd(batch_ms: float) -> tuple[float, float]:
-    """USD per million messages of Lambda's duration (``batch_ms`` per batch of ``BATCH`` at
-    ``MEMORY_GB``) and of its requests (one invoke per batch)."""
-    gb_s = batch_ms / 1000 * MEMORY_GB / BATCH
-    return gb_s * 1e6 * prices.LAMBDA_GB_SECOND, prices.LAMBDA_REQUESTS_PER_MILLION / BATCH
+def lambda_usd(
+    batch_ms: float, memory_gb: float = MEMORY_GB, batch: int = BATCH
+) -> tuple[float, float]:
+    """USD per million messages of Lambda's duration (``batch_ms`` per batch of ``batch``
+    messages at ``memory_gb``) and of its requests (one invoke per batch)."""
+    gb_s = batch_ms / 1000 * memory_gb / batch
+    return gb_s * 1e6 * prices.LAMBDA_GB_SECOND, prices.LAMBDA_REQUESTS_PER_MILLION / batch
 
 
-def sqs_requests(sent: float) -> float:
+def sqs_requests(sent: float, batch: int = BATCH) -> float:
     """SQS requests per message: the event source mapping's receive and delete per batch,
     plus ``sent`` requests of the consumer's own (each payload under 64 KB: one request)."""
-    return ESM_REQUESTS_PER_BATCH / BATCH + sent
+    return ESM_REQUESTS_PER_BATCH / batch + sent
 
 
-def bill(count: dict[str, Any], batch_ms: float) -> dict[str, float]:
+def bill(
+    count: dict[str, Any], batch_ms: float, memory_gb: float = MEMORY_GB, batch: int = BATCH
+) -> dict[str, float]:
     """USD per million new messages, by component, from one combination's counts (per new
-    message) and its median batch time. DynamoDB at the engine's measured units; the same
-    at DynamoDB's rules in ``dynamodb_writes_rule``."""
+    message) and its median batch time (of ``batch`` messages at ``memory_gb``). DynamoDB at
+    the engine's measured units; the same at DynamoDB's rules in ``dynamodb_writes_rule``."""
     new = count["new"]
-    duration, requests = lambda_usd(batch_ms)
+    duration, requests = lambda_usd(batch_ms, memory_gb, batch)
     return {
         "dynamodb_writes": new["wcu_reported"] * prices.WRU_PER_MILLION,
         "dynamodb_writes_rule": new["wcu_rules"] * prices.WRU_PER_MILLION,
         "dynamodb_reads": new["rcu_reported"] * prices.RRU_PER_MILLION,
         "lambda_duration": duration,
         "lambda_requests": requests,
-        "sqs": sqs_requests(new["sqs_calls"]) * prices.SQS_REQUESTS_PER_MILLION,
+        "sqs": sqs_requests(new["sqs_calls"], batch) * prices.SQS_REQUESTS_PER_MILLION,
     }
 
 

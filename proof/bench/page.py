@@ -8,11 +8,16 @@ while they import these from here, without an import cycle.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+#: Sections after this line of docs/performance.md are measured by their own scripts
+#: (``python -m proof.bench.retry``, ``commit``, ``sweep``, which ``make bench`` runs after
+#: ``python -m proof.bench``): a rewrite of the page keeps them as they are.
+KEPT_SECTIONS = "<!-- sections below: measured by their own scripts, kept by make bench -->"
 ENGINE_TITLE = {"moto": "moto server", "dynamodb-local": "DynamoDB Local"}
 
 Rows = list[list[str]]
@@ -69,3 +74,22 @@ class Page:
 
     def markdown(self) -> str:
         return "\n".join(self.parts)
+
+
+def place_section(docs: Path, markdown: str, begin: str, end: str) -> Path:
+    """Put a section measured by its own script on ``docs/performance.md``, between its
+    ``begin`` and ``end`` comments: in place of its earlier run, or at the end of the kept
+    sections (after ``KEPT_SECTIONS``, added if the page has none)."""
+    path = docs / "performance.md"
+    old = path.read_text() if path.is_file() else ""
+    block = f"{begin}\n\n{markdown.strip()}\n\n{end}\n"
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        tail = rest.split(end, 1)[1].lstrip("\n")
+        page = head + block + ("\n" + tail if tail else "")
+    elif KEPT_SECTIONS in old:
+        page = old.rstrip("\n") + "\n\n" + block
+    else:
+        page = (old.rstrip("\n") + "\n\n" if old else "") + KEPT_SECTIONS + "\n\n" + block
+    path.write_text(page)
+    return path

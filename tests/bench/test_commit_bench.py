@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from proof.bench import commit
+from proof.bench import atomic, commit_page
 from proof.bench.__main__ import KEPT_SECTIONS, _write_page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,8 +46,8 @@ def test_the_commit_bench_counts_two_calls_per_new_key_and_one_per_duplicate(
     assert '"level"' not in done.stdout  # the runtime's log lines are not in the tables
     data = json.loads(results.read_text())
     counts = {row["variant"]: row for row in data["counts"]}
-    assert list(counts) == [v.label for v in commit.VARIANTS]
-    for variant in commit.VARIANTS:
+    assert list(counts) == [v.label for v in atomic.VARIANTS]
+    for variant in atomic.VARIANTS:
         row = counts[variant.label]
         new, duplicate = row["new"], row["duplicate"]
         commit_op = "TransactWriteItems" if variant.writes else "UpdateItem"
@@ -85,16 +85,16 @@ def test_the_commit_bench_counts_two_calls_per_new_key_and_one_per_duplicate(
         else:
             assert "owed" not in row
     timed = {(r["batch"], r["variant"]) for r in data["rows"]}
-    sizes = commit.plan("smoke").reps
-    assert timed == {(size, v.label) for size in sizes for v in commit.VARIANTS}
+    sizes = atomic.plan("smoke").reps
+    assert timed == {(size, v.label) for size in sizes for v in atomic.VARIANTS}
     for row in data["rows"]:
         assert len(row["samples"]) == row["reps"] == sizes[row["batch"]]
         assert row["median_ms"] > 0 and row["cpu_ms_per_record"] > 0
         assert 0 <= row["other_cpu_share"] <= 1
     page = (tmp_path / "performance.md").read_text()
-    assert page.count(commit.BEGIN) == page.count(commit.END) == 1
+    assert page.count(commit_page.BEGIN) == page.count(commit_page.END) == 1
     assert "## Atomic effects" in page
-    for variant in commit.VARIANTS:
+    for variant in atomic.VARIANTS:
         assert f"| {variant.label} |" in page
 
 
@@ -104,19 +104,21 @@ def test_the_section_replaces_its_last_run_and_survives_a_rewrite_of_the_page(
     page = tmp_path / "performance.md"
     page.write_text(f"# Performance\n\nmain\n\n{KEPT_SECTIONS}\n\n## Retry backoff\n\nkept\n")
 
-    commit.write_section(tmp_path, "## Atomic effects\n\nfirst run")
-    commit.write_section(tmp_path, "## Atomic effects\n\nsecond run")
+    commit_page.write_section(tmp_path, "## Atomic effects\n\nfirst run")
+    commit_page.write_section(tmp_path, "## Atomic effects\n\nsecond run")
     _write_page(tmp_path, "# Performance\n\nmain, measured again\n")
 
     text = page.read_text()
     assert text.count("## Atomic effects") == 1
     assert "second run" in text and "first run" not in text
     assert text.index("main, measured again") < text.index(KEPT_SECTIONS)
-    assert text.index(KEPT_SECTIONS) < text.index("## Retry backoff") < text.index(commit.BEGIN)
+    assert (
+        text.index(KEPT_SECTIONS) < text.index("## Retry backoff") < text.index(commit_page.BEGIN)
+    )
 
 
 def test_a_page_without_kept_sections_gets_the_marker_before_the_section(tmp_path: Path) -> None:
-    commit.write_section(tmp_path, "## Atomic effects\n\nfigures")
+    commit_page.write_section(tmp_path, "## Atomic effects\n\nfigures")
 
     text = (tmp_path / "performance.md").read_text()
-    assert text.index(KEPT_SECTIONS) < text.index(commit.BEGIN) < text.index(commit.END)
+    assert text.index(KEPT_SECTIONS) < text.index(commit_page.BEGIN) < text.index(commit_page.END)

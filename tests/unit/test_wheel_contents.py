@@ -127,6 +127,7 @@ def test_the_once_command_offers_only_what_works_in_a_teams_project():
         "send",
         "status",
         "inspect",
+        "dlq",
         "redrive",
         "logs",
         "env",
