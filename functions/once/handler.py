@@ -154,6 +154,11 @@ class Handler:
             self._clients.close()
 
     @property
+    def process(self) -> Process:
+        """The business code this handler runs (``make_handler``'s ``process``)."""
+        return self._process
+
+    @property
     def effects(self) -> Effects:
         """``"staged"``: business code runs first and one write commits it, no claim
         (``make_handler(effects=)``); ``"any"``: the two-phase protocol."""

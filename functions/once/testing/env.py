@@ -428,6 +428,30 @@ class OnceEnv:
     def _invoke(
         self, handler: LambdaHandler, queue: SourceQueue, batch: list[Message], crash: str | None
     ) -> tuple[_Invocation | None, str | None, list[str]]:
+        """One invocation, in the environment Lambda gives the handler's own function
+        (``_as_function``)."""
+        with self._as_function(_once_handler(handler)):
+            return self._invoke_as(handler, queue, batch, crash)
+
+    @contextlib.contextmanager
+    def _as_function(self, handler: Handler) -> Iterator[None]:
+        """The handler's own service name in ``POWERTOOLS_SERVICE_NAME`` while it runs (or
+        its records are read), where the test left the kit's default: on AWS each consumer
+        is a function of its own, with its own service name (``OnceConsumer``'s
+        ``service_name``), so two consumers never share a record, whatever keys they see.
+        A ``key_prefix=`` given to ``make_handler``, or a service name the test set, wins."""
+        if os.environ.get(c.ENV_SERVICE_NAME) != SERVICE_NAME:
+            yield
+            return
+        os.environ[c.ENV_SERVICE_NAME] = service_name_of(handler)
+        try:
+            yield
+        finally:
+            os.environ[c.ENV_SERVICE_NAME] = SERVICE_NAME
+
+    def _invoke_as(
+        self, handler: LambdaHandler, queue: SourceQueue, batch: list[Message], crash: str | None
+    ) -> tuple[_Invocation | None, str | None, list[str]]:
         """One invocation: its result (the once handler's ``handle``, and what the handler
         as shipped returned to Lambda), or the point where it was killed; and the messages
         SQS moved to the DLQ after it."""
@@ -591,7 +615,8 @@ class OnceEnv:
 
     def _naming(self, handler: Handler | None) -> tuple[str, str]:
         if handler is not None:
-            table, prefix, _, _ = _configuration(handler)
+            with self._as_function(handler):
+                table, prefix, _, _ = _configuration(handler)
             return table, prefix
         names = {(b.table_name, b.key_prefix) for b in self._bindings.values()}
         if len(names) > 1:
@@ -664,6 +689,22 @@ def _session(region: str) -> boto3.session.Session:
     """One session per region for the whole run: loading the service models for every test
     would cost more than the test."""
     return boto3.session.Session(region_name=region)
+
+
+def service_name_of(handler: Handler) -> str:
+    """The service name ``once_env`` gives a handler that names none: its business code's
+    module and name (and, for a lambda, its line), as a service name is written
+    (``[A-Za-z0-9._-]``, at most 64 characters, the end kept). One business function is one
+    service, whichever handler object wraps it (a test may build it again, as a deploy
+    would); two are two."""
+    process = handler.process
+    module = getattr(process, "__module__", None) or "handler"
+    name = f"{module}.{getattr(process, '__qualname__', type(process).__name__)}"
+    code = getattr(process, "__code__", None)
+    if "<lambda>" in name and code is not None:
+        name += f"-L{code.co_firstlineno}"
+    cleaned = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "-" for ch in name)
+    return cleaned[-64:].lstrip("._-") or "handler"
 
 
 def _configuration(handler: Handler) -> tuple[str, str, str | None, int]:

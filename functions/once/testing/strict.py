@@ -1,9 +1,9 @@
 """moto held to AWS's documented rules for SQS, SNS and DynamoDB requests, where moto is
 lenient, with AWS's error codes: ``install()`` patches moto in the current process.
 
-Why: what AWS refuses, the local cloud and ``once_env`` refuse (DESIGN.md, "Faithful to AWS,
-or it says so"). moto takes a FIFO group id with a space, a body with a control character,
-an 11th message attribute, a 39-digit Number, a DeleteMessageBatch of 11, a
+Why: what AWS refuses, the local cloud and ``once_env`` refuse (docs/localcloud.md, "Faithful
+to AWS: the rules enforced here"). moto takes a FIFO group id with a space, a body with a
+control character, an 11th message attribute, a 39-digit Number, a DeleteMessageBatch of 11, a
 TransactWriteItems of 4 MB or naming one item twice as ``{"N": "1"}`` and ``{"N": "1.0"}``,
 a reused ClientRequestToken with other parameters...: a team's code that passes its tests
 would fail on AWS. Each rule is checked before moto runs the request, and a refused request
