@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
@@ -356,6 +357,29 @@ def test_a_taken_port_is_refused_with_the_process_that_holds_it():
     message = str(caught.value)
     assert f"port {port} on 127.0.0.1 is taken by pid {os.getpid()}" in message
     assert "--port 0" in message
+
+
+def test_a_taken_port_is_refused_before_the_app_is_synthesized(tmp_path):
+    """`once up --port N` on a taken port says so at once: the app's synth (tens of seconds
+    on a first start) never runs. Its app command leaves a mark if it runs."""
+    import socket
+
+    mark = tmp_path / "synthesized"
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": f"touch {mark} && sleep 60"}))
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        ran = subprocess.run(
+            [str(Path(sys.executable).parent / "once"), "up", "--port", str(port)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert ran.returncode == 8, ran.stdout + ran.stderr
+    assert f"port {port} on 127.0.0.1 is taken" in ran.stderr
+    assert not mark.exists()
 
 
 def test_once_env_sets_what_aws_cli_v1_and_v2_read(capsys):
