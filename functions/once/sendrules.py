@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
@@ -384,11 +385,22 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is past a double's range")
+    return number
+
+
 def parse_detail(text: str) -> Any:
     """A ``Detail``'s value, parsed as strict JSON ("A valid JSON object"): Python's parser also
-    takes ``NaN`` and ``Infinity``, which JSON has not. Raises ``ValueError`` (or
-    ``RecursionError``) for a text that is not JSON."""
-    return json.loads(text, parse_constant=_not_json)
+    takes ``NaN`` and ``Infinity``, which JSON has not, and reads a number past a double's
+    range (``1e400``) as infinity, which no JSON text can carry on: an event AWS delivers is
+    JSON ("Events are represented as JSON objects",
+    https://docs.aws.amazon.com/eventbridge/latest/ref/overiew-event-structure.html), so such
+    a number is refused too. Raises ``ValueError`` (or ``RecursionError``) for a text that is
+    not JSON."""
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite)
 
 
 def detail_problem(detail: Any, max_depth: int = PUT_EVENTS_MAX_DEPTH) -> str | None:
