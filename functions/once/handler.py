@@ -31,21 +31,22 @@ from once import constants as c
 from once import snapstart
 from once.backoff import Backoff, from_env, to_env
 from once.botoloader import named_service_loader
+from once.invocation import Process, Settings
 from once.models import BatchResult, Outcome, RecordResult
 from once.observability import log_safely, logger, name_service, publish, subsegment
 from once.outbox import Outbox
 from once.payload import WHOLE_BODY, BodyReader
-from once.processor import BatchProcessor, Process, Settings
+from once.processor import BatchProcessor
 from once.quarantine import Quarantine
 from once.sqsrecord import SqsRecord
-from once.store import RecordStore
+from once.store import RecordStore, Store
 from once.visibility import Visibility
 
 _FROM_ENV: Any = object()
 #: The backoff of a handler given none, in an environment that declares none.
 _DEFAULT_BACKOFF = Backoff(c.DEFAULT_BACKOFF_BASE_S, c.DEFAULT_BACKOFF_MAX_S)
 #: What business code may do (``make_handler(effects=)``).
-Effects = Literal["any", "staged"]
+EffectsMode = Literal["any", "staged"]
 #: An AWS call that hangs gives up after seconds (botocore waits 60 s), so a slow DynamoDB or
 #: SQS call cannot eat the invocation's time; the standard retries then try again.
 _CONNECT_TIMEOUT_S = 2
@@ -81,7 +82,7 @@ class Handler:
         min_remaining_ms: int,
         quarantine_takeovers: bool,
         backoff: tuple[Any, Any],
-        effects: Effects = "any",
+        effects: EffectsMode = "any",
     ) -> None:
         self._process = process
         # A handler function's name, as decorators that wrap a handler read it (Powertools'
@@ -101,10 +102,10 @@ class Handler:
         #: resolved at the first invocation (``_resolved_backoff``).
         self._backoff_args = backoff
         self._backoff: Backoff | None = None
-        self._effects: Effects = effects
+        self._effects: EffectsMode = effects
         self._visibility: Visibility | None = None
         self._config: _Config | None = None
-        self._store: RecordStore | None = None
+        self._store: Store | None = None
         self._quarantine: Quarantine | None = None
         self._outbox: Outbox | None = None
         self._processor: BatchProcessor | None = None
@@ -113,7 +114,7 @@ class Handler:
     def bind(
         self,
         *,
-        store: RecordStore | None = None,
+        store: Store | None = None,
         quarantine: Quarantine | None = None,
         outbox: Outbox | None = None,
     ) -> None:
@@ -159,7 +160,7 @@ class Handler:
         return self._process
 
     @property
-    def effects(self) -> Effects:
+    def effects(self) -> EffectsMode:
         """``"staged"``: business code runs first and one write commits it, no claim
         (``make_handler(effects=)``); ``"any"``: the two-phase protocol."""
         return self._effects
@@ -205,11 +206,8 @@ class Handler:
         text = os.getenv(c.ENV_BACKOFF)
         declared = from_env(text) if text is not None else _DEFAULT_BACKOFF
         base, most = self._backoff_args
-        if base is _FROM_ENV and most is _FROM_ENV:
+        if base is _FROM_ENV:  # neither given (make_handler completes a pair given half)
             return declared
-        fill = declared or _DEFAULT_BACKOFF
-        base = fill.base_s if base is _FROM_ENV else base
-        most = fill.max_s if most is _FROM_ENV else most
         given = None if base is None or most is None else Backoff(base, most)
         if text is not None and given != declared:
             log_safely(
@@ -247,7 +245,7 @@ class Handler:
             name_service()
             self._backoff = self._resolved_backoff()
             clients = self._clients = _ClientsFor(_client_config(self._max_workers))
-            store = self._store
+            store: Store | None = self._store
             if store is None:
                 assert config.table_name is not None
                 store = RecordStore(
@@ -274,7 +272,7 @@ class Handler:
                 staged=self._effects == "staged",
             )
             self._processor = BatchProcessor(
-                self._process, store, quarantine, outbox, self._reader, settings, logger
+                self._process, store, quarantine, outbox, self._reader, settings
             )
         return self._processor
 
@@ -500,7 +498,7 @@ def make_handler(
     on_expired_lease: Literal["run", "quarantine"] = "run",
     backoff_base_s: int | None = _FROM_ENV,
     backoff_max_s: int | None = _FROM_ENV,
-    effects: Effects = "any",
+    effects: EffectsMode = "any",
 ) -> Handler:
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
 
@@ -540,8 +538,9 @@ def make_handler(
     ``None`` for either turns backoff off: the queue's visibility timeout applies. Not
     given, they are what ``OnceConsumer(backoff=)`` declared in the function's environment
     (``ONCE_BACKOFF``, from which it derived the DLQ's ``maxReceiveCount``), else 2 s and
-    300 s: declare the backoff once, on the construct. Given both, the arguments win, with a
-    warning at the first invocation if they differ from the construct's.
+    300 s: declare the backoff once, on the construct. Given (one of them: the other is its
+    default), the arguments win, with a warning at the first invocation if they differ from
+    the construct's.
     ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
     until its lease has ended, so a live claim never counts as absent.
     ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
@@ -581,8 +580,16 @@ def make_handler(
             raise ValueError(
                 f"{name} must be a whole number of at least {least} (got {value!r}): {why}"
             )
+    # One argument given is a backoff given: the other is once's default, never mixed with
+    # the construct's (which may not go with it), and the pair is refused now, not at the
+    # first invocation.
+    if (backoff_base_s is _FROM_ENV) != (backoff_max_s is _FROM_ENV):
+        if backoff_base_s is _FROM_ENV:
+            backoff_base_s = c.DEFAULT_BACKOFF_BASE_S
+        else:
+            backoff_max_s = c.DEFAULT_BACKOFF_MAX_S
     if isinstance(backoff_base_s, int) and isinstance(backoff_max_s, int):
-        Backoff(backoff_base_s, backoff_max_s)  # refused now, not at the first invocation
+        Backoff(backoff_base_s, backoff_max_s)
     if retention_s is not None and retention_s <= 0:
         raise ValueError(
             f"retention_s must be a positive number of seconds (got {retention_s}): a record "

@@ -480,7 +480,7 @@ def describe_error(error: BaseException) -> str:
     code writes for operators (docs/handler.md asks to keep it free of payload values): any
     other message may quote the payload, as Python's own do (``invalid literal for int() with
     base 10: '...'``), and so may a URL, a host name or a server's reason phrase, which are
-    never kept.
+    never kept. What is kept is cut to ``ERROR_MAX_CHARS``.
     """
     if isinstance(error, PermanentError | TransientError):
         try:
@@ -493,8 +493,10 @@ def describe_error(error: BaseException) -> str:
     return text[: c.ERROR_MAX_CHARS]
 
 
-#: How many errors down a chain (``raise ... from``) ``why`` looks.
-_CAUSES = 3
+#: How many errors down a chain ``why`` looks (a ``requests`` call refused: its
+#: ``ConnectionError`` wraps urllib3's ``MaxRetryError``, whose reason is a
+#: ``NewConnectionError`` raised from the socket's ``ConnectionRefusedError``).
+_CAUSES = 4
 
 
 def why(error: BaseException, depth: int = 0) -> str | None:
@@ -502,9 +504,8 @@ def why(error: BaseException, depth: int = 0) -> str | None:
     a message, a URL, a host or a reason phrase): AWS's error code and HTTP status (botocore's
     ``ClientError``), an HTTP status (``urllib.error.HTTPError``'s ``code``, a ``requests``
     error's ``response.status_code``), an ``OSError``'s errno by name (``ECONNREFUSED``,
-    ``EAI_NONAME`` for a name that does not resolve), a ``URLError``'s reason when it is an
-    error (its class and errno), and the same of the error it was raised from
-    (``__cause__``). None when none of these is known."""
+    ``EAI_NONAME`` for a name that does not resolve), then the same of the error beneath it
+    (``_beneath``), ``_CAUSES`` deep. None when none of these is known."""
     parts: list[str] = []
     response: Any = getattr(error, "response", None)
     code = error_code(error)
@@ -516,15 +517,34 @@ def why(error: BaseException, depth: int = 0) -> str | None:
     errno_name = _errno_name(error)
     if errno_name:
         parts.append(errno_name)
-    reason = getattr(error, "reason", None)
-    if isinstance(error, urllib.error.URLError) and isinstance(reason, BaseException):
-        inner = why(reason, depth + 1) if depth < _CAUSES else None
-        parts.append(f"reason {type_name(reason)}" + (f" ({inner})" if inner else ""))
-    cause = error.__cause__
-    if cause is not None and depth < _CAUSES:
-        inner = why(cause, depth + 1)
-        parts.append(f"from {type_name(cause)}" + (f" ({inner})" if inner else ""))
+    beneath = _beneath(error) if depth < _CAUSES else None
+    if beneath is not None:
+        label, inner = beneath
+        said = why(inner, depth + 1)
+        parts.append(f"{label} {type_name(inner)}" + (f" ({said})" if said else ""))
     return ", ".join(parts) or None
+
+
+def _beneath(error: BaseException) -> tuple[str, BaseException] | None:
+    """The error beneath ``error``, and how it is: its ``reason`` (``URLError``'s, urllib3's
+    ``MaxRetryError``'s), the error it wraps (``requests``' ``ConnectionError`` holds
+    urllib3's as its argument; botocore's ``EndpointConnectionError`` holds it as ``error``),
+    the one it was raised from (``__cause__``), or the one being handled when it was raised
+    (``__context__``: libraries raise their own error inside ``except`` without ``from``)."""
+    reason = getattr(error, "reason", None)
+    if isinstance(reason, BaseException):
+        return "reason", reason
+    kwargs = getattr(error, "kwargs", None)
+    wrapped = kwargs.get("error") if isinstance(kwargs, dict) else None
+    if not isinstance(wrapped, BaseException) and error.args:
+        wrapped = error.args[0]
+    if isinstance(wrapped, BaseException):
+        return "wrapping", wrapped
+    if error.__cause__ is not None:
+        return "from", error.__cause__
+    if error.__context__ is not None and not error.__suppress_context__:
+        return "from", error.__context__
+    return None
 
 
 def _http_status(error: BaseException, response: Any) -> int | None:

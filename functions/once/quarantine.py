@@ -15,7 +15,8 @@ The message keeps its body exactly, and its attributes in this order of need, wi
 What SQS would refuse is never sent, so that a quarantine cannot fail forever on the same
 request: an attribute SQS would not take (a name, type or value outside SQS's rules), the
 team's attributes past the count, or past SQS's 1 MiB message size with the body. Only the
-team's attributes give way (and a too long ``once.error``); the body never does. A request SQS
+team's attributes give way (then ``once.key``, and a too long ``once.error``); the body never
+does. A request SQS
 still refuses for its content (a DLQ whose ``MaximumMessageSize`` is below 1 MiB, a rule of
 SQS's not checked here) is sent once more with once's attributes only.
 
@@ -256,6 +257,10 @@ class Quarantine:
             kept.pop()
         while kept and too_large():
             kept.pop()
+        # Then once's own that the record can do without: the key (once inspect finds the
+        # record by the body's key), and the error's text (the reason stays).
+        if too_large():
+            ours.pop(c.QUARANTINE_ATTR_KEY, None)
         if too_large():
             ours[c.QUARANTINE_ATTR_ERROR]["StringValue"] = reason
         request: dict[str, Any] = {
