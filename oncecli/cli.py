@@ -422,7 +422,9 @@ def _env(args: argparse.Namespace) -> int:
         lines.append(f"export AWS_ENDPOINT_URL_DYNAMODB={args.dynamodb_endpoint_url}")
     lines += [
         "# AWS CLI v1 ignores AWS_ENDPOINT_URL for SQS: call it as awsonce (a function, so",
-        "# that it works in a script as in a terminal, where an alias would not)",
+        "# that it works in a script as in a terminal, where an alias would not; an alias of",
+        "# that name, from an earlier once env, would be expanded in its definition)",
+        "unalias awsonce 2>/dev/null || true",
         f'awsonce() {{ aws --endpoint-url {args.endpoint_url} "$@"; }}',
     ]
     print("\n".join(lines))

@@ -149,7 +149,7 @@ def read(sqs: Any, url: str) -> Listing:
             "sqs:GetQueueAttributes, sqs:ReceiveMessage and sqs:ChangeMessageVisibility on it)"
         ) from error
     finally:
-        refused = _set_visibility(sqs, url, list(held.values()), 0)
+        refused = _made_visible(sqs, url, list(held.values()))
     if refused:
         raise CliError(
             f"{refused} of the listed messages could not be made visible again: SQS shows "
@@ -159,6 +159,20 @@ def read(sqs: Any, url: str) -> Listing:
     return Listing(
         messages, before.in_flight, max(0, before.visible - len(messages)), stopped=stopped
     )
+
+
+def _made_visible(sqs: Any, url: str, handles: list[str]) -> int:
+    """Make the received messages visible again; how many SQS refused. A refused call (a role
+    without ``sqs:ChangeMessageVisibility``) is a ``CliError`` naming it: the messages show
+    again by themselves at the end of their visibility timeout."""
+    try:
+        return _set_visibility(sqs, url, handles, 0)
+    except (ClientError, BotoCoreError) as error:
+        raise CliError(
+            f"the listed messages of {url} could not be made visible again ({describe(error)}; "
+            f"the command needs sqs:ChangeMessageVisibility on it): SQS shows them again "
+            f"within {HOLD_S} s, nothing was deleted"
+        ) from error
 
 
 def _set_visibility(sqs: Any, url: str, handles: list[str], seconds: int) -> int:
@@ -242,8 +256,15 @@ def _table(entries: list[dict[str, Any]], *, body: bool) -> Table:
         ]
         if body:
             cells.append(found["body"])
-        table.add_row(*(Text(cell) for cell in cells))  # Text: a value is never markup
+        # Text: a value is never markup; a line break is written as \n, so that a row stays
+        # one line (what a grep on the key finds is the whole message).
+        table.add_row(*(Text(_one_line(cell)) for cell in cells))
     return table
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks written as ``\n``, ``\r``."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _notes(entries: list[dict[str, Any]], listing: Listing, url: str) -> list[str]:
