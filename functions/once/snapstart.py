@@ -7,9 +7,9 @@ module's import) is primed there (``Handler.prime``), when Lambda says which INI
 https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime):
 botocore's imports, its service models and the clients are built at INIT's CPU, not at the
 first record's. A function's CPU is its memory size's share (one vCPU at 1,769 MB:
-https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html), and at 512 MB the
-first record, importing botocore at that share, took about 340 ms where INIT builds it in
-about 70 (docs/performance.md, the memory sweep's cold start).
+https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html); at 512 MB the first
+record, building them at that share, took 190 ms, and 66 once INIT had (docs/performance.md,
+the memory sweep's cold start).
 
 With SnapStart on published versions, Lambda runs a version's INIT once, snapshots the
 environment, and starts every later cold environment of that version from the snapshot. What

@@ -336,10 +336,10 @@ let a process burst a whole period's quota at once, then stall.
   limit: {cpushare.INIT_LIMIT}); init is billed since August 2025
   ({cpushare.INIT_BILLING}). So each process starts with a full core (the share, if larger)
   for the interpreter, the consumer's import and its handler's construction, and its quota
-  drops to the share for its first record (one new message). `once` builds its processor and
-  its DynamoDB client, boto3's import included, at its first invocation (so that importing a
-  handler needs no AWS), which on Lambda is the throttled part; Powertools builds its client
-  at import.
+  drops to the share for its first record (one new message). The child runs with Lambda's
+  `AWS_LAMBDA_INITIALIZATION_TYPE=on-demand`, under which `once` builds its processor and
+  its DynamoDB client, boto3's import included, in INIT (`once/snapstart.py`: "handler
+  built"), calling no AWS API; Powertools builds its client at import.
 
 Measured by `{result.get("command", "python -m proof.bench.sweep")}` ({result["at"]}), in
 {result["seconds"]:.0f} s on {result["cores"]} cores shared with other work:
