@@ -7,7 +7,8 @@ record and what it answered, without the mapping's polling, retries and backoff 
 The function runs as ``once up`` runs it: its deployed configuration and asset, its role
 enforced, every AWS call it makes going to the local cloud ``once up`` serves
 (``LocalCloud.attach``). What Lambda does with the answer (which messages are deleted) is
-judged by AWS's rules for a batch response (``localcloud.batchrules``) and printed; no
+judged by Lambda's rule for a batch response (``once.batchresponse``, the one the local
+cloud's mapping and the test kit apply) and printed; no
 message is deleted: the event's records were never in the queue.
 
 ``once event`` writes message attributes too (``--attribute``), and the identity an upstream
@@ -36,9 +37,9 @@ from rich.table import Table
 from once import constants as c
 from once import identity
 from once import sendrules as rules
+from once.batchresponse import MALFORMED, decide
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, STACK_ENV
 from oncecli.errors import CliError, UsageError
-from oncecli.localcloud.batchrules import MALFORMED, decide
 from oncecli.localcloud.cloud import LocalCloud
 from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.mapping import Worker, event_record
@@ -197,9 +198,28 @@ def write_event(args: argparse.Namespace) -> int:
     if not bodies:
         raise UsageError("no body: pass each message body as an argument, or --file JSONL")
     attributes = event_attributes(args, len(bodies))
+    for n, (body, own) in enumerate(zip(bodies, attributes, strict=True), start=1):
+        _check_sendable(n, body, own)
     written = event(bodies, fifo_group=args.fifo_group, message_attributes=attributes)
     print(json.dumps(written, indent=2))
     return 0
+
+
+def _check_sendable(n: int, body: str, attributes: Sequence[Attribute]) -> None:
+    """Refuse (``UsageError``) a message no queue would take, so that the event holds only
+    what SQS could deliver: a body with a character SQS refuses, or a message over 1 MiB with
+    its attributes (``once.sendrules``, each rule cited there)."""
+    if not rules.text_taken(body, to_topic=False):
+        raise UsageError(
+            f"body {n}: SQS refuses it (empty, or a character outside #x9, #xA, #xD, "
+            "#x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF): no queue would deliver it"
+        )
+    size = rules.message_bytes(body, attributes)
+    if size > rules.SQS_MESSAGE_MAX_BYTES:
+        raise UsageError(
+            f"body {n}: {size} bytes with its attributes; SQS takes at most "
+            f"{rules.SQS_MESSAGE_MAX_BYTES} in one message"
+        )
 
 
 def _read_event(path: str) -> dict[str, Any]:

@@ -13,7 +13,6 @@ import contextlib
 import ctypes
 import importlib
 import io
-import json
 import os
 import signal
 import sys
@@ -25,6 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from once import batchresponse
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
 from oncecli.localcloud import roles
 
@@ -144,8 +144,9 @@ def serve(
     code's, is judged by the function's role as its stack grants it (``roles``): what the
     role does not allow fails with AWS's AccessDenied error for the service.
 
-    Each answer is ``("ok", json_text)`` or ``("error", "Class: message")``; the JSON text is
-    parsed by the parent, as Lambda parses the function's response payload.
+    Each answer is ``answer_of``'s: ``("ok", json_text)`` or ``("error", "Class:
+    message")``; the JSON text is parsed by the parent, as Lambda parses the function's
+    response payload (``once.batchresponse.parse``).
     """
     _quiet(log_path)
     environ = worker_environ(os.environ, env)
@@ -185,9 +186,14 @@ def _answer(conn: Connection, handler: str) -> None:
         except Exception as error:
             conn.send(("error", f"{type(error).__name__}: {error}"[:500]))
             continue
-        try:
-            payload = json.dumps(response)
-        except (TypeError, ValueError) as error:
-            conn.send(("error", f"Runtime.MarshalError: {error}"[:500]))
-            continue
-        conn.send(("ok", payload))
+        conn.send(answer_of(response))
+
+
+def answer_of(returned: Any) -> tuple[str, str]:
+    """What the worker sends for a handler that returned ``returned``: ``("ok", payload)``,
+    the response payload Lambda's Python runtime makes of it (``once.batchresponse.marshal``),
+    or ``("error", "Runtime.MarshalError: ...")`` when it cannot make one."""
+    try:
+        return "ok", batchresponse.marshal(returned)
+    except batchresponse.MarshalError as error:
+        return "error", f"{batchresponse.MARSHAL_ERROR}: {error}"[:500]

@@ -8,7 +8,8 @@ and redrive policy (maxReceiveCount), which SQS, not the mapping, applies on rec
 
 Per invocation: receive up to the batch size (waiting at most the batching window), invoke
 one warm worker with the SQS event and a deadline of the function timeout, delete what the
-response says succeeded (``batchrules.decide``), and leave the rest to reappear after the
+response says succeeded (``once.batchresponse``: Lambda's rule, the one the test kit applies
+too), and leave the rest to reappear after the
 visibility timeout. A worker that times out or crashes is killed and replaced, and its whole
 batch fails, as on Lambda.
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import multiprocessing
 import threading
 import time
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
+from once.batchresponse import decide, parse
 from oncecli.errors import EngineFailed
-from oncecli.localcloud.batchrules import MALFORMED, decide
 from oncecli.localcloud.invocation import Invocation, serve
 
 #: Seconds a worker may take to import the handler (Lambda's init phase allows 10).
@@ -116,6 +116,15 @@ def event_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[s
         "eventSourceARN": queue_arn,
         "awsRegion": region,
     }
+
+
+def response_of(kind: str, payload: str) -> tuple[Any, str | None]:
+    """A worker's answer (``invocation.answer_of``) as the event source mapping reads it:
+    (the response parsed from its payload, ``MALFORMED`` when it is no JSON; or None and the
+    function's error)."""
+    if kind == "error":
+        return None, payload
+    return parse(payload), None
 
 
 class Worker:
@@ -202,12 +211,8 @@ class Worker:
         except (EOFError, OSError):
             self._restart()
             return None, "Runtime.ExitError: the worker process died", "crash"
-        if kind == "error":
-            return None, payload, None
-        try:
-            return json.loads(payload), None, None
-        except ValueError:
-            return MALFORMED, None, None
+        response, error = response_of(kind, payload)
+        return response, error, None
 
 
 class Mapping:

@@ -44,11 +44,18 @@ import pytest
 
 if TYPE_CHECKING:
     from once.testing.crash import CRASH_POINTS, InvocationKilled
-    from once.testing.env import Delivery, OnceEnv, Quarantined, install_hint
+    from once.testing.env import (
+        Delivery,
+        DroppedResponseWarning,
+        OnceEnv,
+        Quarantined,
+        install_hint,
+    )
 
 __all__ = [
     "CRASH_POINTS",
     "Delivery",
+    "DroppedResponseWarning",
     "InvocationKilled",
     "OnceEnv",
     "Quarantined",
@@ -61,6 +68,7 @@ _MODULES = {
     "CRASH_POINTS": "once.testing.crash",
     "InvocationKilled": "once.testing.crash",
     "Delivery": "once.testing.env",
+    "DroppedResponseWarning": "once.testing.env",
     "OnceEnv": "once.testing.env",
     "Quarantined": "once.testing.env",
     "install_hint": "once.testing.env",

@@ -12,7 +12,12 @@ keeps ``__wrapped__`` (``functools.wraps``; Powertools' ``inject_lambda_context`
 (to bind it, and for its configuration) and invokes the outermost callable with the event
 and a Lambda context, so the team's decorators run as in Lambda. Lambda's call goes through
 ``Handler.handle``; the kit records what it returned during the invocation, so the outcome
-of each body is the handler's own result, not a reading of its logs. Leaving the
+of each body is the handler's own result, not a reading of its logs. What is deleted from
+the queue is decided, as Lambda decides it, from what the outermost callable returned
+(``once.batchresponse``, the rule the local cloud applies too), not from those outcomes: a
+wrapper that drops once's response (returns ``None`` or ``{}``) has every message of the
+batch deleted, a failed one too, as on AWS, and the kit warns (``DroppedResponseWarning``,
+``Delivery.lost``). Leaving the
 environment unbinds every handler it ran, so a module-level handler is whole again for the
 next test.
 """
@@ -24,6 +29,8 @@ import functools
 import json
 import os
 import time
+import types
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +42,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from once import constants as c
+from once.batchresponse import Decision, decide, judge
 from once.handler import Handler
 from once.models import BatchResult, Outcome, Record, RecordResult, record_id
 from once.outbox import Outbox
@@ -91,6 +99,12 @@ def _away_from_moto() -> list[str]:
     return [*_AWAY_FROM_MOTO, *(n for n in os.environ if n.startswith("AWS_ENDPOINT_URL_"))]
 
 
+class DroppedResponseWarning(UserWarning):
+    """The response the handler as shipped returned to Lambda does not say what once's
+    handler said: Lambda deletes messages once reported failed (they are lost: AWS never
+    delivers them again), or retries a whole batch it cannot read."""
+
+
 class Clock:
     """The record store's time: the wall clock plus what the test advanced. Time still
     passes during an invocation (its remaining time is honest); a lease or a retention
@@ -119,9 +133,11 @@ class Delivery:
     ``results[i]`` is how ``bodies[i]`` ended, as the handler's ``handle`` reported it
     (``once.models.RecordResult``: outcome, key, fence, takeover, reason), or ``None`` when
     its invocation was killed. ``outcomes[i]`` is its ``Outcome`` (a ``StrEnum``: it equals
-    ``"processed"``, ``"duplicate"``...). ``batch_item_failures`` are the message ids the
-    handler reported failed; a killed invocation reports nothing, and SQS redelivers all of
-    its messages.
+    ``"processed"``, ``"duplicate"``...). ``batch_item_failures`` are the message ids Lambda
+    leaves for redelivery by the handler's response, read by Lambda's rule
+    (``once.batchresponse``): those it lists, or every message of a batch whose response
+    Lambda cannot read; a killed invocation reports nothing, and SQS redelivers all of its
+    messages. What Lambda deletes is decided from that response, not from the outcomes.
     """
 
     results: list[RecordResult | None]
@@ -138,6 +154,11 @@ class Delivery:
     #: Messages of this delivery that used their last receive (``OnceEnv(max_receive_count=)``)
     #: and that SQS moved to the DLQ, as its redrive policy does.
     moved_to_dlq: list[str] = field(default_factory=list)
+    #: Messages once reported failed (not acknowledged) that Lambda deleted all the same, as
+    #: the response the handler as shipped returned told it to (a wrapper that returned
+    #: ``None`` or ``{}``: "success" by Lambda's rule): on AWS they are lost. The kit warns
+    #: (``DroppedResponseWarning``) when there are any.
+    lost: list[str] = field(default_factory=list)
 
     @property
     def timed_out(self) -> bool:
@@ -398,6 +419,7 @@ class OnceEnv:
         responses: list[dict[str, Any] | None] = []
         failures: list[str] = []
         moved: list[str] = []
+        lost: list[str] = []
         killed_at: str | None = None
         receive_counts = [m.receive_count for m in messages]
         for batch in batches:
@@ -405,9 +427,10 @@ class OnceEnv:
             if killed is not None:
                 crash, killed_at = None, killed  # one kill per delivery
             results += invocation.result.records if invocation is not None else [None] * len(batch)
-            response = invocation.response if invocation is not None else None
-            responses.append(response)
-            failures += _failed_ids(response)
+            responses.append(invocation.response if invocation is not None else None)
+            if invocation is not None:
+                failures += invocation.decision.retry
+                lost += invocation.lost
             moved += gone
         if crash is not None:
             raise AssertionError(
@@ -423,6 +446,7 @@ class OnceEnv:
             killed_at=killed_at,
             receive_counts=receive_counts,
             moved_to_dlq=moved,
+            lost=lost,
         )
 
     def _invoke(
@@ -496,14 +520,20 @@ class OnceEnv:
                     f"business code or an AWS call of the killed invocation still runs after "
                     f"{self.timeout_s} s; it should end when Lambda's timeout would"
                 ) from None
-            moved = queue.settle(batch, set())
+            # No response: Lambda's rule fails the whole batch (row E), nothing is deleted.
+            killed = decide(
+                [m.message_id for m in batch], None, error=f"killed at {binding.switch.killed_at}"
+            )
+            moved = queue.settle(batch, set(killed.delete))
             return None, binding.switch.killed_at, [m.message_id for m in moved]
-        moved = queue.settle(
-            batch, {r.message_id for r in result.records if r.outcome.acknowledged}
-        )
+        # Lambda deletes what the response says, whatever once's outcomes were.
+        decision = judge([m.message_id for m in batch], response)
+        moved = queue.settle(batch, set(decision.delete))
         if changed:
             raise AssertionError(violation(changed))
-        return _Invocation(result, response), None, [m.message_id for m in moved]
+        invocation = _Invocation(result, response, decision)
+        _warn_if_dropped(invocation, handler)
+        return invocation, None, [m.message_id for m in moved]
 
     def _bind(self, handler: Handler, crash: str | None) -> _Binding:
         """The handler's store and quarantine for the next invocation: the ones already
@@ -693,18 +723,40 @@ def _session(region: str) -> boto3.session.Session:
 
 def service_name_of(handler: Handler) -> str:
     """The service name ``once_env`` gives a handler that names none: its business code's
-    module and name (and, for a lambda, its line), as a service name is written
-    (``[A-Za-z0-9._-]``, at most 64 characters, the end kept). One business function is one
-    service, whichever handler object wraps it (a test may build it again, as a deploy
-    would); two are two."""
+    module and name, as a service name is written (``[A-Za-z0-9._-]``, at most 64
+    characters, the end kept). A plain module-level function is one service whichever handler
+    object wraps it (a test may build the handler again, as a deploy would). Anything else
+    (a lambda, a closure such as a decorator's inner function, a ``functools.partial``, an
+    instance of a callable class) has no name that tells two apart: the object itself is
+    the service, its name followed by a number for it."""
     process = handler.process
     module = getattr(process, "__module__", None) or "handler"
-    name = f"{module}.{getattr(process, '__qualname__', type(process).__name__)}"
-    code = getattr(process, "__code__", None)
-    if "<lambda>" in name and code is not None:
-        name += f"-L{code.co_firstlineno}"
+    qualname = getattr(process, "__qualname__", None)
+    if (
+        isinstance(process, types.FunctionType)
+        and isinstance(qualname, str)
+        and "<" not in qualname
+    ):
+        name = f"{module}.{qualname}"
+    else:
+        shown = qualname or type(process).__qualname__
+        name = f"{module}.{shown}-{_object_number(process)}"
     cleaned = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "-" for ch in name)
     return cleaned[-64:].lstrip("._-") or "handler"
+
+
+#: A number per business-code object that has no name of its own (``service_name_of``), for
+#: as long as the object lives.
+_NUMBERS: dict[int, tuple[int, Any]] = {}
+
+
+def _object_number(thing: Any) -> int:
+    """A number for ``thing``, the same while it lives (the object is held with it, so that
+    its id is never another's)."""
+    key = id(thing)
+    if key not in _NUMBERS or _NUMBERS[key][1] is not thing:
+        _NUMBERS[key] = (len(_NUMBERS) + 1, thing)
+    return _NUMBERS[key][0]
 
 
 def _configuration(handler: Handler) -> tuple[str, str, str | None, int]:
@@ -777,12 +829,57 @@ def _followed(chain: Sequence[object]) -> str:
 
 @dataclass(frozen=True)
 class _Invocation:
-    """One invocation that returned: the once handler's ``BatchResult``, and what the
-    handler as shipped returned to Lambda (the once handler's response, unless a wrapper
-    returned another)."""
+    """One invocation that returned: the once handler's ``BatchResult``, what the handler
+    as shipped returned to Lambda (the once handler's response, unless a wrapper returned
+    another), and what Lambda decided from that response."""
 
     result: BatchResult
     response: Any
+    decision: Decision
+
+    @property
+    def lost(self) -> list[str]:
+        """Messages once did not acknowledge that Lambda deletes by the response."""
+        deleted = set(self.decision.delete)
+        return [
+            r.message_id
+            for r in self.result.records
+            if not r.outcome.acknowledged and r.message_id in deleted
+        ]
+
+    @property
+    def retried(self) -> list[str]:
+        """Messages once acknowledged that Lambda leaves for redelivery by the response."""
+        kept = set(self.decision.retry)
+        return [
+            r.message_id
+            for r in self.result.records
+            if r.outcome.acknowledged and r.message_id in kept
+        ]
+
+
+def _warn_if_dropped(invocation: _Invocation, handler: object) -> None:
+    """Warn when the response Lambda got does not carry once's: a failed record deleted
+    (lost on AWS), or a batch Lambda cannot read retried whole."""
+    shipped = f"the handler passed to deliver ({_followed([handler])})"
+    if invocation.lost:
+        warnings.warn(
+            f"the response {shipped} returned to Lambda ({invocation.response!r:.200}) deletes "
+            f"{len(invocation.lost)} message(s) once reported failed "
+            f"({invocation.decision.reason}): on AWS they are lost, never delivered again. "
+            "Return what the once handler returned (its batchItemFailures).",
+            DroppedResponseWarning,
+            stacklevel=6,
+        )
+    elif invocation.retried and invocation.decision.full_failure:
+        warnings.warn(
+            f"Lambda cannot read the response {shipped} returned "
+            f"({invocation.response!r:.200}): {invocation.decision.reason}, so it retries the "
+            f"whole batch, {len(invocation.retried)} message(s) once acknowledged among them. "
+            "Return what the once handler returned (its batchItemFailures).",
+            DroppedResponseWarning,
+            stacklevel=6,
+        )
 
 
 @contextlib.contextmanager
@@ -857,14 +954,3 @@ def _texts(bodies: Sequence[dict[str, Any] | str]) -> list[str]:
                 "str (sent as it is, e.g. to test a malformed message)"
             )
     return texts
-
-
-def _failed_ids(response: Any) -> list[str]:
-    """The failures of a partial batch response (a wrapper may have returned another)."""
-    if not isinstance(response, Mapping):
-        return []
-    return [
-        f["itemIdentifier"]
-        for f in response.get("batchItemFailures") or []
-        if isinstance(f, Mapping) and "itemIdentifier" in f
-    ]

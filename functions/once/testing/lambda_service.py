@@ -4,16 +4,17 @@
 sent to the queue as a message and received from it, so message ids, receipt handles, MD5
 and a FIFO queue's deduplication ids and sequence numbers are the queue's own, and the
 function's calls on them (the retry backoff's ``ChangeMessageVisibilityBatch``) work as on
-SQS. An acknowledged message is deleted from the queue. The test says what is delivered
-when: ``SourceQueue`` remembers every message the function did not acknowledge, so that
-delivering the same body again is a redelivery of that message (same id, receive count one
-higher), as SQS does after a failure or a crash, whatever its visibility timeout says. A
-body delivered again after it was acknowledged is a new message: a producer's duplicate.
-A message carries the message attributes it was sent with (a body with other attributes is
-another message). Messages the kit did not send (a test's own producer, ``once redrive``)
-are delivered as they wait in the queue (``receive_waiting``). With a ``maxReceiveCount``,
-a message reported failed on its last receive is moved to the DLQ, as SQS's redrive policy
-does (body and attributes, nothing of once's).
+SQS. A message acknowledged is deleted from the queue: one the function's response has
+Lambda delete, by Lambda's rule (``once.batchresponse``; the kit's ``env`` decides). The
+test says what is delivered when: ``SourceQueue`` remembers every message the function did
+not acknowledge, so that delivering the same body again is a redelivery of that message
+(same id, receive count one higher), as SQS does after a failure or a crash, whatever its
+visibility timeout says. A body delivered again after it was acknowledged is a new message:
+a producer's duplicate. A message carries the message attributes it was sent with (a body
+with other attributes is another message). Messages the kit did not send (a test's own
+producer, ``once redrive``) are delivered as they wait in the queue (``receive_waiting``).
+With a ``maxReceiveCount``, a message reported failed on its last receive is moved to the
+DLQ, as SQS's redrive policy does (body and attributes, nothing of once's).
 
 ``LambdaContext`` is the context object, its remaining time counted down on the test's
 clock from the function's timeout.
@@ -167,8 +168,9 @@ class SourceQueue:
         return waiting
 
     def settle(self, messages: Iterable[Message], acknowledged: set[str]) -> list[Message]:
-        """After an invocation: the acknowledged messages are deleted (as the event source
-        mapping does); the others come back when the test delivers them again, unless they
+        """After an invocation: the acknowledged messages (those Lambda's rule deletes by the
+        function's response, ``once.batchresponse``) are deleted, as the event source mapping
+        does; the others come back when the test delivers them again, unless they
         used their last receive: those SQS moves to the DLQ (returned)."""
         done: list[Message] = []
         moved: list[Message] = []
