@@ -1,6 +1,6 @@
 """One harness worker: a real process that polls the queue like the event source mapping,
 runs one consumer under test with the probe and the client faults installed, and applies
-AWS's partial batch response rules (``oncecli.localcloud.batchrules``), deleting what is
+AWS's partial batch response rules (``once.batchresponse``), deleting what is
 done ten at a time.
 
 A worker may be killed (SIGKILL) or stopped (SIGSTOP) by its own probe at any moment; its
@@ -29,8 +29,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from once import constants as c
 from once import sendrules
+from once.batchresponse import decide
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_env
-from oncecli.localcloud.batchrules import decide
 from oncecli.localcloud.cloud import routing_env
 from oncecli.localcloud.invocation import LambdaContext
 from oncecli.localcloud.mapping import event_record
