@@ -41,10 +41,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
-from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION, local_client, local_env
+from oncecli.aws import LOCAL_REGION, local_client, local_env
 from oncecli.consumers import consumers_in
 from oncecli.errors import EngineFailed, StackNotFound, SynthFailed, UsageError
-from oncecli.localcloud import alarms, subscriptions
+from oncecli.localcloud import alarms, resolve, subscriptions
 from oncecli.localcloud.emf import Shipper
 from oncecli.localcloud.engines import (
     ENGINES,
@@ -98,12 +98,9 @@ def publish_assets(s3: Any, assembly: Path, artifact: str, build_dir: Path) -> i
         if asset["source"].get("packaging") == "zip" and source.is_dir():
             source = _zip_asset(source, digest, build_dir)
         for destination in asset["destinations"].values():
-            bucket = (
-                destination["bucketName"]
-                .replace("${AWS::AccountId}", LOCAL_ACCOUNT)
-                .replace("${AWS::Region}", LOCAL_REGION)
-                .replace("${AWS::Partition}", "aws")
-            )
+            bucket = destination["bucketName"]
+            for name, value in resolve.pseudo_parameters().items():
+                bucket = bucket.replace("${" + name + "}", value)
             with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
                 s3.create_bucket(Bucket=bucket)
             s3.upload_file(str(source), bucket, destination["objectKey"])
@@ -361,7 +358,13 @@ class LocalCloud:
             notes, left_out = subscriptions.create(
                 stack.name,
                 patched.subscriptions,
-                subscriptions.Resolver(stack.name, stack.template, cfn, local_client("sqs", moto)),
+                resolve.deployed(
+                    stack.name,
+                    stack.template,
+                    cfn,
+                    local_client("sqs", moto),
+                    unresolved=resolve.RAISE,  # a subscription it cannot resolve: not created
+                ),
                 local_client("sns", moto),
             )
             self.notes.extend(f"{stack.name}: {note}" for note in notes)
@@ -395,7 +398,8 @@ class LocalCloud:
         named so, instead of what the template patcher said of it."""
         moto = self.endpoints["sqs"]
         sqs = local_client("sqs", moto)
-        resolver = subscriptions.Resolver(stack.name, stack.template, cfn, sqs)
+        # An alarm it cannot resolve is not created, and named so (``alarms.create``).
+        resolver = resolve.deployed(stack.name, stack.template, cfn, sqs, unresolved=resolve.RAISE)
         created = alarms.create(
             stack.name, found, resolver.resolve, local_client("cloudwatch", moto)
         )
@@ -414,10 +418,10 @@ class LocalCloud:
 
     def evaluate_alarms(
         self, now: float | None = None, *, set_states: bool = True
-    ) -> dict[str, alarms.Verdict]:
+    ) -> dict[str, alarms.Evaluation]:
         """Evaluate the local cloud's alarms once, at ``now`` (default: the clock), and set
         their states (unless ``set_states`` is false: the evaluator thread's stand); return
-        each one's verdict (``alarms.evaluate_all``)."""
+        each one's evaluation (``alarms.evaluate_all``)."""
         return alarms.evaluate_all(
             self.client("cloudwatch"), self.alarm_names, now, set_states=set_states
         )

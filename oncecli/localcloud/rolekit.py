@@ -2,9 +2,9 @@
 
 Why: a grant that is missing (a ``ConditionCheck`` staged on a table granted with
 ``grant_write_data``, a topic the role cannot publish to) fails only once deployed. The local
-cloud holds each function to its role (``oncecli.localcloud.roles``, where the evaluation
-lives); this module reads a role from a synthesized template for a test, so that a team's
-tests hold business code to the same rules (``once_env.role = role_of(...)``, or)::
+cloud holds each function to its role (``oncecli.localcloud.roles``; the evaluation lives in
+``iam_policy``); this module reads a role from a synthesized template for a test, so that a
+team's tests hold business code to the same rules (``once_env.role = role_of(...)``, or)::
 
     from oncecli.localcloud.rolekit import enforce, role_of
 
@@ -26,16 +26,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
-from oncecli.localcloud.roles import (
-    EXACT_SERVICES,
-    Check,
-    Denial,
-    RoleNotFound,
-    RolePolicy,
-    checks,
-    enforce,
-    role_from_template,
-)
+from oncecli.localcloud.iam_actions import EXACT_SERVICES, Check, checks
+from oncecli.localcloud.iam_enforce import enforce
+from oncecli.localcloud.iam_policy import Denial, RolePolicy
+from oncecli.localcloud.roles import RoleNotFound, role_from_template
 
 __all__ = [
     "EXACT_SERVICES",

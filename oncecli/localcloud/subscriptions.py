@@ -4,28 +4,28 @@ Why: moto's CloudFormation cannot create ``AWS::SNS::Subscription``, so a stack 
 is fed by a topic (CDK's ``topic.add_subscription(SqsSubscription(queue))``) would deploy
 without the subscription and a publish would reach no queue. The template patcher strips
 each one (``template.Subscription``); once the stack is deployed this module resolves its
-properties against the stack's physical resources (``describe_stack_resources``: the topic's
-ARN, the queue's ARN) and calls ``Subscribe`` on moto's SNS with its attributes:
+properties against the stack's physical resources (``resolve.deployed``: the topic's ARN,
+the queue's ARN) and calls ``Subscribe`` on moto's SNS with its attributes:
 ``RawMessageDelivery`` (CDK sets it only when raw delivery is on), ``FilterPolicy`` and
 ``FilterPolicyScope``, ``RedrivePolicy`` and ``DeliveryPolicy``. moto's SNS then delivers a
 publish to the queue as SNS does: in SNS's JSON envelope, or raw, filtered by the policy.
 
 A subscription whose properties refer to what the local cloud cannot resolve (an intrinsic
-function, or an attribute, not listed in ``Resolver``) is not created, and is named as not
-run (``template.Stripped``). One that SNS refuses (a FIFO queue on a standard topic, a bad
-filter policy) fails the deploy, as it fails CloudFormation's.
+function, or an attribute, ``resolve`` has no rule for: its resolver raises) is not created,
+and is named as not run (``template.Stripped``). One that SNS refuses (a FIFO queue on a
+standard topic, a bad filter policy) fails the deploy, as it fails CloudFormation's.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from oncecli.aws import LOCAL_ACCOUNT, LOCAL_REGION
 from oncecli.errors import EngineFailed
+from oncecli.localcloud import resolve
+from oncecli.localcloud.resolve import Unresolvable
 from oncecli.localcloud.template import Stripped, Subscription
 
 #: Subscription properties passed to ``Subscribe`` as attributes (JSON ones as JSON text).
@@ -33,131 +33,6 @@ _ATTRIBUTES = ("RawMessageDelivery", "FilterPolicyScope", "FilterPolicy", "Redri
                "DeliveryPolicy")  # fmt: skip
 #: Properties that are the call itself, not attributes.
 _CALL = ("TopicArn", "Endpoint", "Protocol")
-
-
-class Unresolvable(Exception):
-    """A template value the local cloud cannot resolve."""
-
-
-class Resolver:
-    """Resolves template values of a deployed stack: ``Ref``, ``Fn::GetAtt`` (a queue's
-    ``Arn``, ``QueueUrl`` and ``QueueName``, a topic's ``TopicArn`` and ``TopicName``),
-    ``Fn::ImportValue``, ``Fn::Join``, ``Fn::Sub``, ``Fn::Select``, ``Fn::Split``, and the
-    pseudo parameters."""
-
-    def __init__(self, stack: str, template: dict[str, Any], cfn: Any, sqs: Any) -> None:
-        self._stack = stack
-        self._template = template
-        self._cfn = cfn
-        self._sqs = sqs
-        self._physical: dict[str, str] | None = None
-        self._exports: dict[str, str] | None = None
-
-    def physical(self, logical_id: str) -> str:
-        if self._physical is None:
-            resources = self._cfn.describe_stack_resources(StackName=self._stack)
-            # A resource moto deployed without a physical id is left out: only what refers
-            # to it cannot be resolved, never the rest of the stack.
-            self._physical = {
-                r["LogicalResourceId"]: r["PhysicalResourceId"]
-                for r in resources["StackResources"]
-                if r.get("PhysicalResourceId")
-            }
-        if logical_id not in self._physical:
-            raise Unresolvable(
-                f"{logical_id} is not a deployed resource of {self._stack} with a physical id"
-            )
-        return self._physical[logical_id]
-
-    def _pseudo(self, name: str) -> str | None:
-        return {
-            "AWS::Region": LOCAL_REGION,
-            "AWS::AccountId": LOCAL_ACCOUNT,
-            "AWS::Partition": "aws",
-            "AWS::URLSuffix": "amazonaws.com",
-            "AWS::StackName": self._stack,
-        }.get(name)
-
-    def _ref(self, name: str) -> str:
-        pseudo = self._pseudo(name)
-        if pseudo is not None:
-            return pseudo
-        parameter = self._template.get("Parameters", {}).get(name)
-        if parameter is not None and "Default" in parameter:
-            return str(parameter["Default"])
-        return self.physical(name)
-
-    def _get_att(self, logical_id: str, attribute: str) -> str:
-        kind = self._template.get("Resources", {}).get(logical_id, {}).get("Type")
-        physical = self.physical(logical_id)
-        if kind == "AWS::SQS::Queue":
-            if attribute == "Arn":
-                return str(
-                    self._sqs.get_queue_attributes(QueueUrl=physical, AttributeNames=["QueueArn"])[
-                        "Attributes"
-                    ]["QueueArn"]
-                )
-            if attribute == "QueueUrl":
-                return physical
-            if attribute == "QueueName":
-                return physical.rsplit("/", 1)[-1]
-        if kind == "AWS::SNS::Topic":
-            if attribute == "TopicArn":
-                return physical
-            if attribute == "TopicName":
-                return physical.rsplit(":", 1)[-1]
-        raise Unresolvable(f"Fn::GetAtt {logical_id}.{attribute} ({kind})")
-
-    def _export(self, name: str) -> str:
-        if self._exports is None:
-            self._exports = {}
-            for page in self._cfn.get_paginator("list_exports").paginate():
-                self._exports.update({e["Name"]: e["Value"] for e in page["Exports"]})
-        if name not in self._exports:
-            raise Unresolvable(f"no stack exports {name}")
-        return self._exports[name]
-
-    def _sub(self, text: str, variables: dict[str, Any]) -> str:
-        def value(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name in variables:
-                return str(self.resolve(variables[name]))
-            if "." in name and not name.startswith("AWS::"):
-                return self._get_att(*name.split(".", 1))
-            return self._ref(name)
-
-        return re.sub(r"\$\{(?!!)([^}]+)\}", value, text).replace("${!", "${")
-
-    def resolve(self, node: Any) -> Any:
-        """The value of a template fragment, with every intrinsic function resolved."""
-        if isinstance(node, list):
-            return [self.resolve(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            ((key, value),) = node.items()
-            if key == "Ref":
-                return self._ref(str(value))
-            if key == "Fn::GetAtt":
-                parts = value if isinstance(value, list) else str(value).split(".", 1)
-                return self._get_att(str(parts[0]), str(self.resolve(parts[1])))
-            if key == "Fn::ImportValue":
-                return self._export(str(self.resolve(value)))
-            if key == "Fn::Join":
-                separator, items = value
-                return str(separator).join(str(i) for i in self.resolve(items))
-            if key == "Fn::Sub":
-                text, variables = (value, {}) if isinstance(value, str) else value
-                return self._sub(text, variables)
-            if key == "Fn::Select":
-                index, items = value
-                return self.resolve(items)[int(self.resolve(index))]
-            if key == "Fn::Split":
-                separator, text = value
-                return str(self.resolve(text)).split(separator)
-            if key.startswith("Fn::") or key == "Condition":
-                raise Unresolvable(key)
-        return {key: self.resolve(value) for key, value in node.items()}
 
 
 def _attribute(name: str, value: Any) -> str:
@@ -169,7 +44,7 @@ def _attribute(name: str, value: Any) -> str:
 def create(
     stack: str,
     subscriptions: list[Subscription],
-    resolver: Resolver,
+    resolver: resolve.Resolver,
     sns: Any,
 ) -> tuple[list[str], list[Stripped]]:
     """Subscribe each SQS subscription of a deployed stack; return a note for each one

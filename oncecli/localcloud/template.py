@@ -25,7 +25,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from typing import Any
 
 from once import constants as c
 from oncecli.errors import EngineFailed, SynthFailed
+from oncecli.localcloud.resolve import PLACEHOLDER, references
 from oncecli.project import PROJECT_NODE, Project
 
 #: The context the local cloud synthesizes with, under the project's own and the command
@@ -75,6 +75,15 @@ _NOT_INPUTS = {
 _KEPT_TYPES = {"AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function"}
 _STRIPPED_TYPES = {
     "AWS::Lambda::EventSourceMapping": "emulated by the once CLI (moto's would call Docker)",
+    # EventBridge's types the local cloud does not run (docs/localcloud.md, "EventBridge
+    # runs"); moto's archive would break the deploy (its CloudFormation reads a pattern
+    # object as text, and it has no physical id for a Ref).
+    "AWS::Events::Archive": "not run locally: no event is archived, none replayed",
+    "AWS::Events::Connection": "not run locally: no API destination calls out",
+    "AWS::Events::ApiDestination": "not run locally: nothing is sent to its endpoint",
+    "AWS::Events::Endpoint": "not run locally: no global endpoint routes or fails over",
+    "AWS::Pipes::Pipe": "not run locally: nothing flows through the pipe",
+    "AWS::Scheduler::Schedule": "not run locally: no schedule fires",
 }
 #: Stripped and run otherwise, by the local cloud itself (not named as left out).
 _EMULATED_TYPES = {"AWS::Lambda::EventSourceMapping"}
@@ -289,7 +298,7 @@ def _invoked_function(resources: dict[str, Any], function_name: Any) -> str | No
     itself, or through an alias or a version of it (``OnceConsumer(snap_start=True)``
     invokes the alias ``live`` of a published version)."""
     seen: set[str] = set()
-    todo = sorted(_references(function_name))
+    todo = sorted(references(function_name))
     while todo:
         logical_id = todo.pop()
         if logical_id in seen:
@@ -301,7 +310,7 @@ def _invoked_function(resources: dict[str, Any], function_name: Any) -> str | No
         if resource.get("Type") in ("AWS::Lambda::Alias", "AWS::Lambda::Version"):
             props = resource.get("Properties", {})
             todo.extend(
-                sorted(_references([props.get("FunctionName"), props.get("FunctionVersion")]))
+                sorted(references([props.get("FunctionName"), props.get("FunctionVersion")]))
             )
     return None
 
@@ -348,28 +357,6 @@ def to_deploy(stacks: list[StackFound]) -> list[StackFound]:
 
 def resources_of(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
-
-
-def _references(node: Any) -> set[str]:
-    """Logical ids a template fragment refers to (Ref, Fn::GetAtt, Fn::Sub, DependsOn)."""
-    found: set[str] = set()
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "Ref" and isinstance(value, str):
-                found.add(value)
-            elif key == "Fn::GetAtt":
-                found.add(value[0] if isinstance(value, list) else str(value).split(".")[0])
-            elif key == "Fn::Sub":
-                text = value[0] if isinstance(value, list) else value
-                found.update(re.findall(r"\$\{([A-Za-z0-9]+)[.}]", text))
-            if key == "DependsOn":
-                found.update([value] if isinstance(value, str) else value)
-            else:
-                found |= _references(value)
-    elif isinstance(node, list):
-        for value in node:
-            found |= _references(value)
-    return found
 
 
 def _moto_types() -> set[str]:
@@ -432,6 +419,38 @@ def _why_stripped(
     return None
 
 
+#: The properties that name a resource, which a ``Ref`` to it returns (an archive's, a
+#: connection's, an API destination's, a pipe's, a schedule's).
+_NAME_PROPERTIES = ("ArchiveName", "Name")
+
+
+def _stand_ins(
+    logical_id: str,
+    function: dict[str, Any],
+    gone: set[str],
+    original: Mapping[str, Any],
+    notes: list[str],
+) -> set[str]:
+    """A function's environment variables that refer to a stripped resource, as they stand
+    locally (a note each): a ``Ref`` to one its template names, that name; else
+    ``arn:unresolved:<logical ids>``, which names no resource. What the function still
+    refers to that is stripped, returned."""
+    variables = function.get("Properties", {}).get("Environment", {}).get("Variables", {})
+    for name, value in list(variables.items()) if isinstance(variables, dict) else []:
+        missing = references(value) & gone
+        if not missing:
+            continue
+        ref = value.get("Ref") if isinstance(value, dict) and len(value) == 1 else None
+        props = original.get(ref, {}).get("Properties", {}) if isinstance(ref, str) else {}
+        named = [props[key] for key in _NAME_PROPERTIES if isinstance(props.get(key), str)]
+        variables[name] = named[0] if named else f"{PLACEHOLDER}:{','.join(sorted(missing))}"
+        notes.append(
+            f"environment variable {name} of {logical_id} stands as {variables[name]!r}: "
+            f"it refers to {', '.join(sorted(missing))}, stripped"
+        )
+    return references(function) & gone
+
+
 def patch(
     template: dict[str, Any], stack: str, *, alarm_reason: AlarmReason = _actions_never_run
 ) -> MotoTemplate:
@@ -477,7 +496,9 @@ def patch(
     while changed:  # then whatever depends on something stripped
         changed = False
         for logical_id, resource in list(resources.items()):
-            gone = _references(resource) & stripped
+            gone = references(resource) & stripped
+            if gone and resource["Type"] == "AWS::Lambda::Function":
+                gone = _stand_ins(logical_id, resource, gone, template["Resources"], notes)
             if gone and resource["Type"] in _KEPT_TYPES:
                 raise EngineFailed(
                     f"{logical_id} refers to {sorted(gone)}, which moto cannot create"
@@ -492,7 +513,7 @@ def patch(
                     f"it refers to {', '.join(sorted(gone))}, stripped",
                 )
     for name, output in list(deployable.get("Outputs", {}).items()):
-        gone = _references(output) & stripped
+        gone = references(output) & stripped
         if gone:
             del deployable["Outputs"][name]
             strip("Output", name, f"it refers to {', '.join(sorted(gone))}, stripped")

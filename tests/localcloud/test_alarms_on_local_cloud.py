@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from oncecli.localcloud.alarms import ALARM, INSUFFICIENT_DATA, OK
+from oncecli.localcloud.alarm_rules import ALARM, INSUFFICIENT_DATA, OK
 from tests.localcloud.helpers import write_project
 
 HANDLER = '''

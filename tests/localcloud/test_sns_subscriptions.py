@@ -317,11 +317,13 @@ class _FakeSns:
 
 
 def test_a_subscription_s_properties_resolve_against_the_stack_or_it_is_named() -> None:
-    from oncecli.localcloud import subscriptions
+    from oncecli.localcloud import resolve, subscriptions
     from oncecli.localcloud.template import Subscription
 
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}, "Queue": QUEUE_RESOURCE}}
-    resolver = subscriptions.Resolver("Orders", template, _FakeCloudFormation(), _FakeSqs())
+    resolver = resolve.deployed(
+        "Orders", template, _FakeCloudFormation(), _FakeSqs(), unresolved=resolve.RAISE
+    )
     sns = _FakeSns()
     notes, left_out = subscriptions.create(
         "Orders",

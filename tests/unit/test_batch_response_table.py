@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from oncecli.localcloud.batchrules import MALFORMED, decide
+from once.batchresponse import MALFORMED, decide
 
 IDS = ["m1", "m2", "m3"]
 

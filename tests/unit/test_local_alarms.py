@@ -20,18 +20,17 @@ from moto import mock_aws
 from rich.console import Console
 
 from oncecli.localcloud import alarms
-from oncecli.localcloud.alarms import (
+from oncecli.localcloud.alarm_rules import (
     ALARM,
     INSUFFICIENT_DATA,
     OK,
     MetricStat,
-    Unsupported,
     evaluate,
     judge,
-    parse_expression,
     rule_of,
-    why_not_run,
 )
+from oncecli.localcloud.alarms import why_not_run
+from oncecli.localcloud.metric_math import Unsupported, parse_expression
 from oncecli.localcloud.template import AlarmResource, patch
 
 PERIOD = 60
@@ -371,8 +370,8 @@ PHYSICAL = {"Function": "Shop-OrdersFunction-ABC", "Dlq": "Shop-OrdersDlq-XYZ"}
 
 
 def _resolve(node: Any) -> Any:
-    """A resolver of the stack's physical resources (``subscriptions.Resolver.resolve``)."""
-    from oncecli.localcloud.subscriptions import Unresolvable
+    """A resolver of the stack's physical resources (``resolve.deployed(...).resolve``)."""
+    from oncecli.localcloud.resolve import Unresolvable
 
     if isinstance(node, list):
         return [_resolve(item) for item in node]

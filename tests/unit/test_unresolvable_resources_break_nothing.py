@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oncecli.localcloud import roles, subscriptions
+from oncecli.localcloud import resolve, roles
 
 BUS_ARN = "arn:aws:events:us-east-1:123456789012:event-bus/"
 
@@ -33,11 +33,11 @@ class _Stack:
 def test_a_resource_without_a_physical_id_leaves_the_rest_resolvable() -> None:
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"},
                               "Version": {"Type": "AWS::Lambda::Version"}}}  # fmt: skip
-    resolver = subscriptions.Resolver("Shop", template, _Stack(), sqs=None)
+    resolver = resolve.deployed("Shop", template, _Stack(), sqs=None, unresolved=resolve.RAISE)
     assert resolver.resolve({"Ref": "Topic"}) == "arn:aws:sns:r:1:Alarms"
     try:
         resolver.resolve({"Ref": "Version"})
-    except subscriptions.Unresolvable as error:
+    except resolve.Unresolvable as error:
         assert "Version" in str(error)
     else:
         raise AssertionError("a resource without a physical id resolved")

@@ -26,7 +26,20 @@ from AWS a test would pass here and fail there, or read what AWS never sends:
   entries keep the request's order and ``FailedEntryCount`` counts the failed ones
   (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html).
 
-Other targets (a log group, an archive, another bus) are moto's own. ``install()`` is
+- **Which events a rule delivers** (``once.testing.event_patterns``, EventBridge's matcher
+  written again, each rule cited there): every rule's targets get the events its pattern
+  matches as EventBridge matches it, on the event as AWS holds it (``time`` its ISO text);
+  moto's matcher is never asked. A disabled rule delivers nothing.
+- **PutRule** refuses a pattern EventBridge cannot compile (an unknown filter, ``**`` in a
+  wildcard, an anything-but list of strings and numbers, a numeric bound that is no number...)
+  with ``InvalidEventPatternException``; moto takes it, and matches every event with a filter
+  it does not know.
+- **PutEvents for a bus that does not exist**: AWS answers the entry with an ``EventId`` and
+  delivers it nowhere (seen from AWS: aws/aws-cli#9186, aws/aws-sdk#186); moto fails the whole
+  request after delivering the entries before it.
+
+Other targets (a log group, an archive, another bus) are moto's own, their events matched
+here. ``install()`` is
 idempotent (a mark on the methods it wraps, as ``strict``): the local cloud's moto server
 calls it before it starts (loading this file by its path), ``OnceEnv.__enter__`` before it
 starts ``mock_aws``.
@@ -36,15 +49,46 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib.util
 import json
 import re
+import sys
 import threading
+import time
+import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from once import sendrules
+
+
+def _patterns_module() -> ModuleType:
+    """``once.testing.event_patterns``: by name where this module was imported by name
+    (``OnceEnv``), else from its file, as the local cloud's moto server loads this one
+    (importing ``once.testing`` would run its pytest plugin, and the server has no pytest)."""
+    if __name__ == "once.testing.strict_events":
+        from once.testing import event_patterns as by_name
+
+        return by_name
+    name = "_once_testing_event_patterns"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("event_patterns.py")
+        )
+        if spec is None or spec.loader is None:  # pragma: no cover - the file ships beside this
+            raise ImportError("once.testing.event_patterns not found")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+#: The matcher and the checks of event patterns (``once.testing.event_patterns``).
+patterns = _patterns_module()
 
 _install_lock = threading.Lock()
 #: The mark on a patched method (the same as ``strict``'s).
@@ -53,13 +97,14 @@ _MARK = "__once_strict__"
 
 def install() -> None:
     """Patch moto's EventBridge in this process (once; later calls do nothing)."""
-    from moto.events.models import Rule
+    from moto.events.models import EventsBackend, Rule
     from moto.events.responses import EventsHandler
 
     with _install_lock:
         if getattr(EventsHandler.put_events, _MARK, False):
             return
         _wrap(Rule, "send_to_targets", _delivering_as_aws)
+        _wrap(EventsBackend, "put_rule", _checking_patterns)
         _wrap(EventsHandler, "put_events", _strict_put_events)  # last: its mark says both
 
 
@@ -134,7 +179,11 @@ def _first(path: str, event: Mapping[str, Any]) -> tuple[bool, Any]:
 
 
 def transformed(
-    transformer: Mapping[str, Any], event: Mapping[str, Any], rule_arn: str, rule_name: str
+    transformer: Mapping[str, Any],
+    event: Mapping[str, Any],
+    rule_arn: str,
+    rule_name: str,
+    received: str | None = None,
 ) -> str:
     """An ``InputTransformer``'s text for ``event`` (AWS's shape): each ``<variable>`` of
     ``InputTemplate`` replaced by the value its ``InputPathsMap`` path selects, or a
@@ -144,11 +193,18 @@ def transformed(
     value's JSON (a string quoted: ``{"state": <state>}`` gives ``{"state": "RUNNING"}``); one
     inside a string by its text (``"<state> now"`` gives ``"RUNNING now"``)
     (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-transform-target-input.html).
-    moto's substitutes a string unquoted, which leaves a JSON template invalid."""
+    moto's substitutes a string unquoted, which leaves a JSON template invalid.
+
+    ``received``: when EventBridge received the event (ISO 8601), which
+    ``aws.events.event.ingestion-time`` is ("The time at which the event was received by
+    EventBridge ... generated by EventBridge and can't be overwritten", same page): never the
+    entry's ``Time``; now when not given. A path that selects nothing writes ``null`` (the page
+    says such a variable "isn't created and won't appear in the output", not what the template
+    then holds: unknown, docs/localcloud.md †)."""
     values: dict[str, Any] = {
         "aws.events.rule-arn": rule_arn,
         "aws.events.rule-name": rule_name,
-        "aws.events.event.ingestion-time": event["time"],
+        "aws.events.event.ingestion-time": received or event_time(time.time()),
         "aws.events.event": {k: v for k, v in event.items() if k != "detail"},
         "aws.events.event.json": dict(event),
     }
@@ -196,7 +252,14 @@ def target_input(
         found, value = _first(str(target["InputPath"]), shaped)
         return json.dumps(value) if found else None
     if target.get("InputTransformer"):
-        return transformed(target["InputTransformer"], shaped, rule_arn, rule_name)
+        received = event.get("ingestion-time")  # moto's: when its PutEvents took the entry
+        return transformed(
+            target["InputTransformer"],
+            shaped,
+            rule_arn,
+            rule_name,
+            event_time(received) if received is not None else None,
+        )
     return json.dumps(shaped)
 
 
@@ -226,10 +289,14 @@ def _send_to_queue(rule: Any, target: Mapping[str, Any], body: str) -> None:
 
 def _delivering_as_aws(original: Callable[..., Any]) -> Callable[..., Any]:
     def send_to_targets(self: Any, event: Any, transform_input: bool = True) -> None:
+        from moto.events.models import EventPattern
+
         if not transform_input:  # an archive's replay: moto's own
             original(self, event, transform_input)
             return
-        if not self.event_pattern.matches_event(event):
+        if self.state == "DISABLED":
+            return  # "A disabled rule won't match any events" (API_DisableRule.html)
+        if not patterns.matches(self.event_pattern.get_pattern(), aws_event(event)):
             return
         others = []
         for target in self.targets:
@@ -242,9 +309,28 @@ def _delivering_as_aws(original: Callable[..., Any]) -> Callable[..., Any]:
         if others:
             rest = copy.copy(self)
             rest.targets = others
+            rest.event_pattern = EventPattern(None, {})  # matched above, as AWS matches
             original(rest, event, transform_input)
 
     return send_to_targets
+
+
+# --- PutRule -----------------------------------------------------------------------------------
+
+
+def _checking_patterns(original: Callable[..., Any]) -> Callable[..., Any]:
+    def put_rule(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        from moto.events.exceptions import InvalidEventPatternException
+
+        pattern = kwargs.get("event_pattern", args[2] if len(args) > 2 else None)
+        if pattern:
+            try:
+                patterns.parse(pattern) if isinstance(pattern, str) else patterns.check(pattern)
+            except patterns.InvalidPattern as error:
+                raise InvalidEventPatternException(reason=str(error)) from None
+        return original(self, name, *args, **kwargs)
+
+    return put_rule
 
 
 # --- PutEvents ---------------------------------------------------------------------------------
@@ -274,6 +360,12 @@ def _strict_put_events(original: Callable[..., Any]) -> Callable[..., Any]:
                 kept.append(at)
             else:
                 results[at] = {"ErrorCode": problem[0], "ErrorMessage": problem[1]}
+        buses = self.events_backend.event_buses
+        for at in list(kept):
+            bus = self.events_backend._normalize_event_bus_arn(entries[at].get("EventBusName"))
+            if bus not in buses:  # answered, delivered nowhere (aws/aws-cli#9186)
+                results[at] = {"EventId": str(uuid.uuid4())}
+                kept.remove(at)
         if kept:
             sent = self.events_backend.put_events([entries[at] for at in kept])
             for at, result in zip(kept, sent, strict=True):
