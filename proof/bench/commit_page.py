@@ -1,5 +1,5 @@
 """The page's "Atomic effects" section, rendered from a ``proof.bench.commit`` run's
-results (``effects.py`` measures them), and where it sits on ``docs/performance.md``.
+results (``atomic.py`` measures them), and where it sits on ``docs/performance.md``.
 
 A page module of its own, so that the measurement imports no page: ``commit.py`` measures
 then calls ``render`` here, which also renders the cost section (``cost_page.py``).
