@@ -51,8 +51,8 @@ from moto import mock_aws  # noqa: E402
 from once import constants as c  # noqa: E402
 from once import make_handler  # noqa: E402
 from once.handler import Handler  # noqa: E402
+from once.invocation import Process  # noqa: E402
 from once.models import Outcome  # noqa: E402
-from once.processor import Process  # noqa: E402
 from once.sqsrecord import SqsRecord  # noqa: E402
 from once.store import RecordStore  # noqa: E402
 from once.testing import strict  # noqa: E402

@@ -1,7 +1,9 @@
 """The record store: claim, complete and fail as single conditional writes on DynamoDB, and
 the commit of an attempt's staged writes with its completion as one transaction.
 
-This module holds only DynamoDB: the update expressions, the conditions, the requests and
+``Store`` is what the batch processor asks of a store; ``RecordStore`` is the one on
+DynamoDB, and the testing kit's crashing store wraps one (``once.testing.crash``). This
+module holds only DynamoDB: the update expressions, the conditions, the requests and
 the parsing of what comes back. What a rejection *means* is decided in ``protocol.py``. The
 store never deletes an item (that would reset the fence), and never relies on TTL: expiry is part of
 every claim condition, because TTL deletes lazily, sometimes days late.
@@ -14,15 +16,15 @@ import hashlib
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from botocore.exceptions import ClientError
 
 from once import constants as c
 from once.awserrors import error_code
-from once.effects import Effects
+from once.effects import Effects, OutboxMessage
 from once.models import Outcome, Record
 from once.protocol import (
     CONDITION_FAILED,
@@ -118,6 +120,27 @@ def _s(value: str) -> dict[str, str]:
 
 def _n(value: int) -> dict[str, str]:
     return {"N": str(value)}
+
+
+def _outbox(messages: Sequence[OutboxMessage]) -> dict[str, Any]:
+    """The record's ``outbox``: one JSON string per message owed."""
+    return {"L": [_s(m.to_json()) for m in messages]}
+
+
+def _update(
+    table: str, record_id: str, update: str, condition: str, values: dict[str, Any]
+) -> dict[str, Any]:
+    """One conditional update of a record, as an ``UpdateItem`` request or a transaction's
+    element: a refusal returns the item that stopped it (``ALL_OLD``), so no read is needed."""
+    return {
+        "TableName": table,
+        "Key": {c.ATTR_ID: _s(record_id)},
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": _names(update + " " + condition),
+        "ExpressionAttributeValues": values,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
 
 
 @dataclass(frozen=True)
@@ -226,6 +249,48 @@ def _raise_unless_judged_by_the_record(
 _Ended = TypeVar("_Ended")
 
 
+def _claim_values(
+    me: str, payload_hash: str, message_id: str, now: float
+) -> dict[str, dict[str, str]]:
+    """The values a claim's condition and a staged commit's (the same one) both bind."""
+    return {
+        ":in_progress": _s(c.STATUS_IN_PROGRESS),
+        ":failed": _s(c.STATUS_FAILED),
+        ":me": _s(me),
+        ":hash": _s(payload_hash),
+        ":message": _s(message_id),
+        ":now_ms": _n(int(now * 1000)),
+        ":now_s": _n(int(now)),
+        ":one": _n(1),
+    }
+
+
+def _staged_rejected(old: Record, verdict: Verdict, *, me: str, at_ms: int) -> Committed | Rejected:
+    """A staged commit the record's condition refused: my own, landed and retried by the
+    SDK (``Committed``), or refused as a claim is (``Rejected``)."""
+    if verdict is Verdict.MINE:
+        return Committed(owner=me, fence=old.fence)
+    return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=at_ms)
+
+
+def _fenced(claim: Claimed) -> dict[str, dict[str, str]]:
+    """The values of the finalize condition."""
+    return {
+        ":me": _s(claim.owner),
+        ":fence": _n(claim.fence),
+        ":in_progress": _s(c.STATUS_IN_PROGRESS),
+    }
+
+
+def _judged_cancel(error: ClientError, claim: Claimed, effects: Effects) -> bool:
+    """A canceled commit, judged from each element's cancellation code and the record its
+    condition saw: True (mine, it had landed), False (a lost lease), or raised."""
+    codes, old = _cancellation(error)
+    verdict = judge_commit(codes, old, me=claim.owner, fence=claim.fence)
+    _raise_unless_judged_by_the_record(verdict, codes, effects)
+    return verdict is Verdict.MINE
+
+
 def client_request_token(owner: str, fence: int) -> str:
     """The commit's idempotency token: one per claim, so an SDK retry of a commit that
     landed is recognised by DynamoDB (for ten minutes; after that the record's condition
@@ -233,8 +298,46 @@ def client_request_token(owner: str, fence: int) -> str:
     return hashlib.sha256(f"{owner}:{fence}".encode()).hexdigest()[:36]
 
 
+class Store(Protocol):
+    """What the batch processor asks of a record store: the writes of the design's
+    transitions (docs/design.md), each answering as ``RecordStore`` documents it."""
+
+    @property
+    def table_name(self) -> str: ...
+
+    def claim(
+        self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
+    ) -> Claimed | Rejected: ...
+
+    def complete(
+        self, record_id: str, claim: Claimed, result: str, effects: Effects | None = None
+    ) -> bool: ...
+
+    def fail(
+        self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None
+    ) -> bool: ...
+
+    def clear_outbox(
+        self, record_id: str, fence: int | None, *, owner: str | None = None
+    ) -> bool: ...
+
+    def commit_staged(
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        message_id: str,
+        result: str,
+        effects: Effects | None = None,
+    ) -> Committed | Rejected: ...
+
+    def staged_refusal(
+        self, record_id: str, *, payload_hash: str, previous_hash: str | None = None
+    ) -> Rejected | None: ...
+
+
 class RecordStore:
-    """Conditional writes on the idempotency table, one item per business key."""
+    """Conditional writes on the idempotency table, one item per business key (``Store``)."""
 
     #: Complete and fail land only for the claim that still owns the record: same owner,
     #: same fence, still IN_PROGRESS. The values ``:me``, ``:fence`` and ``:in_progress``
@@ -269,17 +372,9 @@ class RecordStore:
         now = self._clock()
         now_s, now_ms = int(now), int(now * 1000)
         me = uuid.uuid4().hex
-        values = {
-            ":in_progress": _s(c.STATUS_IN_PROGRESS),
-            ":failed": _s(c.STATUS_FAILED),
-            ":me": _s(me),
+        values = _claim_values(me, payload_hash, message_id, now) | {
             ":lease": _n(now_ms + lease_ms),
             ":expires": _n(claim_expires_at(now_ms, lease_ms, self._retention_s)),
-            ":hash": _s(payload_hash),
-            ":message": _s(message_id),
-            ":now_ms": _n(now_ms),
-            ":now_s": _n(now_s),
-            ":one": _n(1),
         }
         old, rejected = self._write(
             record_id, _CLAIM_UPDATE, _CLAIM_CONDITION, values, return_old_on_success=True
@@ -315,7 +410,7 @@ class RecordStore:
         update = _COMPLETE_UPDATE
         if effects is not None and effects.messages:
             update = _COMPLETE_WITH_OUTBOX_UPDATE
-            values[":outbox"] = {"L": [_s(m.to_json()) for m in effects.messages]}
+            values[":outbox"] = _outbox(effects.messages)
         if effects is None or not effects.writes:
             plain = functools.partial(
                 self._finalize, record_id, claim, update, values, c.STATUS_COMPLETED
@@ -353,16 +448,8 @@ class RecordStore:
     ) -> bool:
         """The staged writes and the record's completion in one TransactWriteItems, the
         record last, its element under the finalize condition."""
-        values |= self._fenced(claim)
-        record = {
-            "TableName": self._table,
-            "Key": {c.ATTR_ID: _s(record_id)},
-            "UpdateExpression": update,
-            "ConditionExpression": self.finalize_condition,
-            "ExpressionAttributeNames": _names(update + " " + self.finalize_condition),
-            "ExpressionAttributeValues": values,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+        values |= _fenced(claim)
+        record = _update(self._table, record_id, update, self.finalize_condition, values)
         # One request for every try: DynamoDB takes its token (ClientRequestToken) again
         # only with the same parameters, and answers a retry of a commit that landed as the
         # commit itself.
@@ -377,19 +464,10 @@ class RecordStore:
             except ClientError as error:
                 if error_code(error) != "TransactionCanceledException":
                     raise
-                return self._canceled(error, claim, effects)
+                return _judged_cancel(error, claim, effects)
             return True
 
         return self._tried(commit)
-
-    @staticmethod
-    def _canceled(error: ClientError, claim: Claimed, effects: Effects) -> bool:
-        """A canceled commit, judged from each element's cancellation code and the record its
-        condition saw: True (mine, it had landed), False (a lost lease), or raised."""
-        codes, old = _cancellation(error)
-        verdict = judge_commit(codes, old, me=claim.owner, fence=claim.fence)
-        _raise_unless_judged_by_the_record(verdict, codes, effects)
-        return verdict is Verdict.MINE
 
     def clear_outbox(self, record_id: str, fence: int | None, *, owner: str | None = None) -> bool:
         """Every message of the record's outbox is sent: remove it, if the record is still
@@ -427,47 +505,23 @@ class RecordStore:
         landed). Raises ``WriteRefused`` or ``CommitCanceled`` when nothing landed for
         another reason."""
         now = self._clock()
-        now_s, now_ms = int(now), int(now * 1000)
+        now_ms = int(now * 1000)
         me = uuid.uuid4().hex
-        values: dict[str, Any] = {
+        values = _claim_values(me, payload_hash, message_id, now) | {
             ":completed": _s(c.STATUS_COMPLETED),
-            ":in_progress": _s(c.STATUS_IN_PROGRESS),
-            ":failed": _s(c.STATUS_FAILED),
-            ":me": _s(me),
             ":result": _s(result),
-            ":expires": _n(now_s + self._retention_s),
-            ":hash": _s(payload_hash),
-            ":message": _s(message_id),
-            ":now_ms": _n(now_ms),
-            ":now_s": _n(now_s),
-            ":one": _n(1),
+            ":expires": _n(int(now) + self._retention_s),
         }
         update = _STAGED_UPDATE
         if effects is not None and effects.messages:
             update = _STAGED_WITH_OUTBOX_UPDATE
-            values[":outbox"] = {"L": [_s(m.to_json()) for m in effects.messages]}
-        record = {
-            "TableName": self._table,
-            "Key": {c.ATTR_ID: _s(record_id)},
-            "UpdateExpression": update,
-            "ConditionExpression": _CLAIM_CONDITION,
-            "ExpressionAttributeNames": _names(update + " " + _CLAIM_CONDITION),
-            "ExpressionAttributeValues": values,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-
-        def rejected(old: Record, verdict: Verdict) -> Committed | Rejected:
-            if verdict is Verdict.MINE:  # my own commit, landed, retried by the SDK
-                return Committed(owner=me, fence=old.fence)
-            return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
+            values[":outbox"] = _outbox(effects.messages)
+        record = _update(self._table, record_id, update, _CLAIM_CONDITION, values)
+        rejected = functools.partial(_staged_rejected, me=me, at_ms=now_ms)
 
         def plain() -> Committed | Rejected:
             old, refused = self._write(
-                record_id,
-                update,
-                _CLAIM_CONDITION,
-                values,
-                return_old_on_success=True,
+                record_id, update, _CLAIM_CONDITION, values, return_old_on_success=True
             )
             if refused:
                 assert old is not None  # a failed claim condition implies an existing item
@@ -538,7 +592,7 @@ class RecordStore:
         values: dict[str, Any],
         target_status: str,
     ) -> bool:
-        values |= self._fenced(claim)
+        values |= _fenced(claim)
         old, rejected = self._write(record_id, update, self.finalize_condition, values)
         if not rejected:
             return True
@@ -548,15 +602,6 @@ class RecordStore:
         if verdict is Verdict.LANDED:
             raise CommitLanded(record_id)
         return verdict is Verdict.MINE
-
-    @staticmethod
-    def _fenced(claim: Claimed) -> dict[str, dict[str, str]]:
-        """The values of the finalize condition."""
-        return {
-            ":me": _s(claim.owner),
-            ":fence": _n(claim.fence),
-            ":in_progress": _s(c.STATUS_IN_PROGRESS),
-        }
 
     def _write(
         self,
@@ -568,15 +613,7 @@ class RecordStore:
         return_old_on_success: bool = False,
     ) -> tuple[Record | None, bool]:
         """One conditional UpdateItem. Returns (old record or None, whether it was rejected)."""
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": {c.ATTR_ID: _s(record_id)},
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": _names(update + " " + condition),
-            "ExpressionAttributeValues": values,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+        request = _update(self._table, record_id, update, condition, values)
         if return_old_on_success:
             request["ReturnValues"] = "ALL_OLD"
         try:

@@ -10,7 +10,7 @@ promise it breaks, and the suite's own derandomized search that finds it unaided
   record id): a key reused past U's retention, inside D's, is dropped by D (a duplicate of
   the old operation's message, or a CONFLICT with it) → invariant 1;
 - under ``effects="staged"`` a copy whose business code raises is never judged by the record
-  (``BatchProcessor._refused_by_record`` answers None): the redelivery of an operation whose
+  (``StagedRunner._refused_by_record`` answers None): the redelivery of an operation whose
   outbox is owed raises (its business code reads what its commit changed), and the owed
   message is never sent → invariant 2;
 - a ``SOURCE_KEY`` consumer behind SNS with raw delivery off hashes SNS's envelope
@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from moto import mock_aws
 
-from once import processor
+from once import staged
 from once.awserrors import SENT
 from once.models import Outcome
 from tests.chaos import aws_faults, chain_model
@@ -220,7 +220,7 @@ def _identity_of_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def _staged_raise_never_judged(monkeypatch: pytest.MonkeyPatch) -> None:
     """Defect 3: a staged copy that ends without its commit is never read against the
     record: its own reason (here business code's raise) stands."""
-    monkeypatch.setattr(processor.BatchProcessor, "_refused_by_record", lambda self, *a, **k: None)
+    monkeypatch.setattr(staged.StagedRunner, "_refused_by_record", lambda self, *a, **k: None)
 
 
 def _sns_envelope_hashed(monkeypatch: pytest.MonkeyPatch) -> None:

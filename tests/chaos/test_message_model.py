@@ -20,7 +20,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from moto import mock_aws
 
 from once import constants as c
-from once import processor, protocol, quarantine, store
+from once import invocation, processor, protocol, quarantine, staged, store, twophase
 from once.models import Outcome, Record
 from once.protocol import Step, Verdict
 from oncecli.aws import create_table, local_client
@@ -246,8 +246,8 @@ def _before_the_review_fence_fix(monkeypatch: pytest.MonkeyPatch) -> None:
         reviewed = unsent and previous is not None and review_fence == previous.fence
         return takeover or (unsent and not reviewed)
 
-    monkeypatch.setattr(processor, "review_fence_for", lambda *, fence, takeover, previous: fence)
-    monkeypatch.setattr(processor, "must_quarantine_takeover", reviewed_only_at_its_own_fence)
+    monkeypatch.setattr(twophase, "review_fence_for", lambda *, fence, takeover, previous: fence)
+    monkeypatch.setattr(twophase, "must_quarantine_takeover", reviewed_only_at_its_own_fence)
 
 
 def _followers_of_a_failed_leader_acknowledged(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,15 +265,15 @@ def _fifo_groups_that_go_on_past_a_failure(monkeypatch: pytest.MonkeyPatch) -> N
 
 def _acknowledged_before_the_outbox_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        processor.BatchProcessor,
-        "_send_owed",
-        lambda self, record_id, fence, messages, done, context: done,
+        invocation.Invocation,
+        "send_owed",
+        lambda self, record_id, fence, messages, done, owner=None: done,
     )
 
 
 def _commits_without_the_fence(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        message_model.CrashingStore,
+        store.RecordStore,
         "finalize_condition",
         UnfencedRecordStore.finalize_condition,
     )
@@ -311,7 +311,7 @@ def _canceled_commits_retried_unreviewed(monkeypatch: pytest.MonkeyPatch) -> Non
         return Step.RETRY if step is Step.REVIEW else step
 
     monkeypatch.setattr(protocol, "after_commit", retried)
-    monkeypatch.setattr(processor, "after_commit", retried)
+    monkeypatch.setattr(twophase, "after_commit", retried)
 
 
 def _no_tries_and_canceled_commits_retried(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -396,12 +396,12 @@ def _outbox_cleared_unsent(monkeypatch: pytest.MonkeyPatch) -> None:
     """The outbox cleared as if sent: the record owes nothing and nothing was delivered."""
 
     def cleared(
-        self: Any, record_id: str, fence: int, messages: Any, done: Any, context: Any
+        self: Any, record_id: str, fence: int, messages: Any, done: Any, owner: Any = None
     ) -> Any:
-        self._store.clear_outbox(record_id, fence)
+        self.store.clear_outbox(record_id, fence)
         return done
 
-    monkeypatch.setattr(processor.BatchProcessor, "_send_owed", cleared)
+    monkeypatch.setattr(invocation.Invocation, "send_owed", cleared)
 
 
 #: (the sequence of the machine's rules, the defect put back, the invariant that catches it)
@@ -506,15 +506,16 @@ def a_staged_operation_that_fails_once(client: Any) -> MessageMachine:
 def _staged_raise_that_fails_the_record(monkeypatch: pytest.MonkeyPatch) -> None:
     """Business code raised under staged, and the record was written FAILED (a claim's
     fail, where no claim was made)."""
-    run_staged = processor.BatchProcessor._run_staged
+    run_staged = staged.StagedRunner.run
 
-    def failing(self: Any, record: Any, parsed: Any, context: Any) -> Any:
-        result = run_staged(self, record, parsed, context)
+    def failing(self: Any, record: Any, parsed: Any) -> Any:
+        result = run_staged(self, record, parsed)
+        at = self.invocation
         if result.outcome is Outcome.FAILED:
-            self._store._client.put_item(
-                TableName=self._store.table_name,
+            at.store._store._client.put_item(
+                TableName=at.store.table_name,
                 Item={
-                    c.ATTR_ID: {"S": message_model.record_id(self._settings.key_prefix, "k1")},
+                    c.ATTR_ID: {"S": message_model.record_id(at.settings.key_prefix, "k1")},
                     c.ATTR_STATUS: {"S": c.STATUS_FAILED},
                     c.ATTR_PAYLOAD_HASH: {"S": parsed.payload_hash},
                     c.ATTR_FENCE: {"N": "1"},
@@ -522,7 +523,7 @@ def _staged_raise_that_fails_the_record(monkeypatch: pytest.MonkeyPatch) -> None
             )
         return result
 
-    monkeypatch.setattr(processor.BatchProcessor, "_run_staged", failing)
+    monkeypatch.setattr(staged.StagedRunner, "run", failing)
 
 
 STAGED_CONTROLS = {

@@ -42,7 +42,7 @@ import pytest
 
 from once import Attempt, make_handler
 from once import constants as c
-from once.handler import Effects, Handler
+from once.handler import EffectsMode, Handler
 from once.models import Outcome, Record, RecordResult, record_id
 from once.quarantine import Quarantine
 from once.store import RecordStore
@@ -78,7 +78,7 @@ class Engine:
         self.outbox = RecordingOutbox()
         create_table(self.client, self.ledger)
 
-    def handler(self, process: Callable[[Any, Attempt], Any], effects: Effects) -> Handler:
+    def handler(self, process: Callable[[Any, Attempt], Any], effects: EffectsMode) -> Handler:
         """A handler of its own, with a client of its own: one Lambda instance."""
         handler = make_handler(
             process,

@@ -190,7 +190,7 @@ def _inject(step: str, handler: Any, error: type[Exception]) -> Any:
 
     processor = handler.processor
     if step == "encode":
-        return mock.patch("once.processor.encode_result", fail)
+        return mock.patch("once.invocation.encode_result", fail)
     if step == "log":  # every line once logs, from the processor, the handler and the backoff
         return mock.patch.multiple(processor._logger, info=fail, warning=fail, error=fail)
     if step == "metrics":

@@ -45,7 +45,14 @@ SOURCES = {
 #: The floors, lowest first: a module's name matches exactly one floor's patterns
 #: (``pkg.*``: the package and everything in it; a bare name: that module only).
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("runtime", ("once", "once.*")),
+    # once.batchresponse: Lambda's rule for a batch response, below both emulations of
+    # Lambda (once.testing and oncecli.localcloud), named so that it stays here.
+    # once.invocation, once.twophase, once.staged: the batch processor's invocation and its
+    # two modes' runners, below it (once.processor imports them, never the other way).
+    (
+        "runtime",
+        ("once", "once.*", "once.batchresponse", "once.invocation", "once.twophase", "once.staged"),
+    ),
     ("construct", ("once_cdk", "once_cdk.*")),
     (
         "local cloud",

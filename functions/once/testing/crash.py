@@ -169,8 +169,9 @@ class KillSwitch:
             raise InvocationKilled(self.killed_at)
 
 
-class CrashingStore(RecordStore):
-    """The real record store, whose every call first asks the invocation's kill switch."""
+class CrashingStore:
+    """A store (``once.store.Store``): the real record store on ``client``, whose every call
+    first asks the invocation's kill switch."""
 
     def __init__(
         self,
@@ -181,18 +182,31 @@ class CrashingStore(RecordStore):
         clock: Callable[[], float],
         switch: KillSwitch,
     ) -> None:
-        super().__init__(client, table_name, retention_s=retention_s, clock=clock)
+        self._store = RecordStore(client, table_name, retention_s=retention_s, clock=clock)
         self._switch = switch
         #: The claims whose business code has ended: a commit that landed nothing is
         #: followed by a fail of the same claim, and its end must be counted once.
         self._ended: set[tuple[str, str, int]] = set()
         self._ended_lock = threading.Lock()
 
+    @property
+    def table_name(self) -> str:
+        return self._store.table_name
+
+    @property
+    def _sleep(self) -> Callable[[float], None]:
+        """The real store's wait between commit tries: a model sets its own clock's."""
+        return self._store._sleep
+
+    @_sleep.setter
+    def _sleep(self, sleep: Callable[[float], None]) -> None:
+        self._store._sleep = sleep
+
     def claim(
         self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
     ) -> Claimed | Rejected:
         with self._switch.call():
-            claimed = super().claim(
+            claimed = self._store.claim(
                 record_id, payload_hash=payload_hash, message_id=message_id, lease_ms=lease_ms
             )
         if isinstance(claimed, Claimed):
@@ -204,12 +218,12 @@ class CrashingStore(RecordStore):
     def complete(
         self, record_id: str, claim: Claimed, result: str, effects: Effects | None = None
     ) -> bool:
-        write = functools.partial(super().complete, effects=effects)
+        write = functools.partial(self._store.complete, effects=effects)
         return self._finalize_or_die(write, record_id, claim, result)
 
     def clear_outbox(self, record_id: str, fence: int | None, *, owner: str | None = None) -> bool:
         with self._switch.call():
-            cleared = super().clear_outbox(record_id, fence, owner=owner)
+            cleared = self._store.clear_outbox(record_id, fence, owner=owner)
         self._switch.check()
         return cleared
 
@@ -226,7 +240,7 @@ class CrashingStore(RecordStore):
         # after); the commit is its finalize.
         self._switch.reached(AFTER_PROCESS)
         with self._switch.call():
-            committed = super().commit_staged(
+            committed = self._store.commit_staged(
                 record_id,
                 payload_hash=payload_hash,
                 message_id=message_id,
@@ -242,12 +256,20 @@ class CrashingStore(RecordStore):
         # The fail of a claim quarantined for review (its error a bare review reason,
         # LEASE_EXPIRED for a takeover) follows no business code.
         ran = error not in c.REVIEW_REASONS
-        write = functools.partial(super().fail, review_fence=review_fence)
+        write = functools.partial(self._store.fail, review_fence=review_fence)
         return self._finalize_or_die(write, record_id, claim, error, business_ran=ran)
+
+    def staged_refusal(
+        self, record_id: str, *, payload_hash: str, previous_hash: str | None = None
+    ) -> Rejected | None:
+        with self._switch.call():  # its one read
+            return self._store.staged_refusal(
+                record_id, payload_hash=payload_hash, previous_hash=previous_hash
+            )
 
     def get(self, record_id: str) -> Record | None:
         with self._switch.call():
-            return super().get(record_id)
+            return self._store.get(record_id)
 
     def _finalize_or_die(
         self,

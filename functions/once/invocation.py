@@ -1,0 +1,220 @@
+"""One invocation's batch, as every step of a record sees it: the deadline, the store, the
+quarantine and the outbox, and the steps both runners take the same way.
+
+A record runs through one of two runners, one per mode of the design (``once.twophase``
+for ``effects="any"``, ``once.staged`` for ``effects="staged"``), on the processor's
+threads. Every step of either may need what belongs to the invocation: how much time is
+left (the deadline guard, the lease), and where a record's ending goes (the record store,
+the DLQ, the outbox's destinations). ``BatchProcessor.run`` builds one ``Invocation`` per
+batch from the Lambda context, so that no step threads the context along; it also holds
+the steps both runners end with: quarantining a message, sending what a COMPLETED record
+owes, answering a copy the record refused, and storing what business code returned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from once import constants as c
+from once.awserrors import describe
+from once.effects import OutboxMessage
+from once.models import Attempt, Outcome, RecordResult
+from once.observability import log_safely
+from once.outbox import Outbox
+from once.payload import Parsed, StoredResult, encode_result, stand_in, type_name
+from once.protocol import hashed_before
+from once.quarantine import Quarantine
+from once.sqsrecord import SqsRecord
+from once.store import Rejected, Store
+
+#: Business code: ``process(body, attempt) -> JSON-serializable result``.
+Process = Callable[[Any, Attempt], Any]
+
+
+@dataclass(frozen=True)
+class Settings:
+    key_prefix: str
+    lease_margin_ms: int
+    lock_timeout_ms: int
+    min_remaining_ms: int
+    max_workers: int
+    #: on_expired_lease="quarantine": a takeover sends its message to the DLQ, runs nothing.
+    quarantine_takeovers: bool = False
+    #: effects="staged": business code first, then one write (``once.staged``), no claim.
+    staged: bool = False
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One batch's invocation: its Lambda context (None outside Lambda), the processor's
+    settings, and where a record's ending is written."""
+
+    context: Any
+    settings: Settings
+    store: Store
+    quarantine: Quarantine
+    outbox: Outbox
+    logger: Any
+
+    def too_late(self) -> bool:
+        """Less than ``min_remaining_ms`` left in the invocation: start no call that a
+        record could do without (a claim, a quarantine send), so that the batch response
+        is returned before Lambda's deadline."""
+        return self.context is not None and (
+            self.context.get_remaining_time_in_millis() < self.settings.min_remaining_ms
+        )
+
+    def lease_ms(self) -> int:
+        if self.context is None:
+            return self.settings.lock_timeout_ms
+        return self.context.get_remaining_time_in_millis() + self.settings.lease_margin_ms
+
+    def quarantined(self, record: SqsRecord, ending: RecordResult, error: str) -> RecordResult:
+        """Acknowledge a permanent failure only once its copy is in the DLQ: ``ending``
+        (QUARANTINED, or CONFLICT or LEASE_EXPIRED: each its own metric; its ``reason``
+        the DLQ's ``once.reason``) once the send went through; otherwise the record is
+        FAILED and SQS redelivers it. ``ending.review_fence``: on a quarantine for review,
+        the fence a review must name (``once.fence``)."""
+        if self.too_late():
+            # One send per record: with too little time left, the batch response comes
+            # first; the message comes back and is quarantined then.
+            return dataclasses.replace(ending, outcome=Outcome.DEADLINE, review_fence=None)
+        assert ending.reason is not None
+        sent = self.quarantine.send(
+            record.raw_event, ending.reason, error, fence=ending.review_fence, key=ending.key
+        )
+        if sent:
+            return ending
+        log_safely(
+            self.logger,
+            "warning",
+            "quarantine not sent: the record is reported failed and comes back",
+            message_id=record.message_id,
+            key=ending.key,
+            reason=ending.reason,
+            error=_why(sent),
+        )
+        return dataclasses.replace(ending, outcome=Outcome.FAILED)
+
+    def send_owed(
+        self,
+        record_id: str,
+        fence: int | None,
+        messages: Sequence[OutboxMessage],
+        done: RecordResult,
+        *,
+        owner: str | None = None,
+    ) -> RecordResult:
+        """Send a COMPLETED record's outbox, then clear it: ``done`` (acknowledged) once it
+        owes nothing, else OWED (redelivered; the next delivery sends it again, with the same
+        identity). With too little time left, nothing is sent: the batch response comes
+        first. The clear is tied to the completion by its ``fence``, or by its ``owner``
+        for a staged commit (whose transaction does not say the fence)."""
+        if self.too_late():
+            return ended(done, Outcome.OWED, _OWED_DEADLINE)
+        sent = self.outbox.send(record_id, messages)
+        if not sent:
+            # Why, in AWS's words (the error's class and code, or a Failed entry's code):
+            # what tells a missing permission from a deleted queue from a refused message.
+            said = _why(sent)
+            log_safely(
+                self.logger,
+                "warning",
+                "outbox not sent: it is sent again on the next delivery",
+                message_id=done.message_id,
+                record_id=record_id,
+                fence=fence,
+                error=said,
+            )
+            return ended(done, Outcome.OWED, f"{_OWED_UNSENT}: {said}")
+        try:
+            self.store.clear_outbox(record_id, fence, owner=owner)
+        except Exception as error:
+            log_safely(
+                self.logger,
+                "warning",
+                "outbox sent but not cleared: its messages are sent again",
+                message_id=done.message_id,
+                record_id=record_id,
+                fence=fence,
+                error=describe(error),
+            )
+            return ended(done, Outcome.OWED, f"{_OWED_UNCLEARED}: {describe(error)}")
+        return done
+
+    def rejected(
+        self, record: SqsRecord, parsed: Parsed, record_id: str, rejected: Rejected
+    ) -> RecordResult:
+        """A copy the record refused (a claim's, or a staged commit's, condition): a
+        DUPLICATE acknowledged (once the outbox it owes is sent), a CONFLICT quarantined, a
+        BUSY one back after the holder's lease."""
+        message_id, old = record.message_id, rejected.record
+        if rejected.outcome is Outcome.DUPLICATE and old.outbox:
+            owed = RecordResult(message_id, Outcome.OWED_SENT, parsed.key, old.fence)
+            return self.send_owed(record_id, old.fence, old.outbox, owed)
+        if rejected.outcome is Outcome.CONFLICT:
+            conflict = RecordResult(
+                message_id, Outcome.CONFLICT, parsed.key, old.fence, reason=c.REASON_CONFLICT
+            )
+            return self.quarantined(record, conflict, "payload differs from the stored record")
+        return RecordResult(
+            message_id,
+            rejected.outcome,
+            parsed.key,
+            old.fence,
+            holder_remaining_ms=rejected.holder_remaining_ms,
+        )
+
+    def encoded(self, value: Any, done: RecordResult) -> tuple[str, RecordResult]:
+        """The result as stored, whatever business code returned: in a safe form when it
+        cannot be stored as is (said in a warning), with ``done`` marked an internal error
+        if once's own encoder failed."""
+        try:
+            stored = encode_result(value)
+        except Exception as error:  # encode_result is total; a bug in it still completes
+            stored = StoredResult(stand_in(value), (type_name(value),), class_name(error))
+            done = dataclasses.replace(done, internal_error=True)
+        if stored.stand_ins:
+            log_safely(
+                self.logger,
+                "warning",
+                "result stored in a safe form: what cannot be stored as JSON is stored as "
+                '{"unencodable": "<type>"}',
+                message_id=done.message_id,
+                key=done.key,
+                stand_ins=sorted(set(stored.stand_ins)),
+                error=stored.error,
+            )
+        return stored.text, done
+
+
+def met_before(rejected: Rejected, parsed: Parsed) -> bool:
+    """A CONFLICT from a record written under the hash an earlier version gave this body: the
+    copy is met again under that hash (``protocol.hashed_before``)."""
+    return rejected.outcome is Outcome.CONFLICT and hashed_before(
+        rejected.record, parsed.previous_hash
+    )
+
+
+#: An OWED record's reason: why its outbox is still owed (the runbook tells them apart).
+_OWED_DEADLINE = "outbox not sent: too little time left in the invocation"
+_OWED_UNSENT = "outbox not sent"
+_OWED_UNCLEARED = "outbox sent, not cleared"
+
+
+def _why(sent: object) -> str:
+    """Why a send failed, as ``Sent`` says it (a send of a test's own double may answer a
+    plain False)."""
+    return getattr(sent, "error", None) or "not sent"
+
+
+def class_name(error: BaseException) -> str:
+    return type(error).__name__
+
+
+def ended(handled: RecordResult, outcome: Outcome, reason: str | None = None) -> RecordResult:
+    """``handled``, ending otherwise: ``outcome``, for ``reason``."""
+    return dataclasses.replace(handled, outcome=outcome, reason=reason)
