@@ -14,7 +14,7 @@ application grants the function its own resources.
 
 The floor above the runtime: it imports ``once`` (the names the stack and the runtime share,
 ``once.constants``, and the settings they both check) and the CDK, never ``oncecli``, which
-imports it to synthesize a team's app (``tests/unit/test_layering.py``).
+imports it to synthesize a team's app (``tests/unit/house/test_layering.py``).
 """
 
 from once_cdk.consumer import OnceConsumer

@@ -5,7 +5,7 @@ and ``testing`` is the ``once_cloud`` pytest plugin.
 It stands on ``once`` (the runtime) and ``once_cdk`` (the construct), which never import it;
 the repository's proof (``proof/``: demo, chaos harness, benchmarks) stands on it and is not
 part of it. Inside, its modules sit on three floors; each imports its own floor and the ones
-below, never one above (``tests/unit/test_layering.py`` holds the list)::
+below, never one above (``tests/unit/house/test_layering.py`` holds the list)::
 
     local cloud  localcloud, and what it stands on: aws (clients, queue reads), consumers
                  (a stack's consumers, from its outputs), errors (what the command says

@@ -13,6 +13,6 @@ this repository, ``functions/payments`` and ``infra``), so none of it is in the 
 the ``once`` command a team installs does not offer it. It is the top floor: it may import
 everything below (the runtime, the construct, the local cloud, the commands, ``oncecli.cli``
 for its exit codes) and the example; nothing below imports it
-(``tests/unit/test_layering.py``). Its plotting and profiling dependencies are the
+(``tests/unit/house/test_layering.py``). Its plotting and profiling dependencies are the
 repository's (requirements-dev.txt), not a team's.
 """

@@ -16,7 +16,7 @@ standard library and its own dependencies (boto3, Powertools, and moto and pytes
 ``once.testing``), never ``once_cdk`` or ``oncecli``, which import it; and none of its
 modules imports one that imports it back (``once.handler`` registers with
 ``once.snapstart``, which knows a handler only by the two methods it calls).
-``tests/unit/test_layering.py`` holds the floors.
+``tests/unit/house/test_layering.py`` holds the floors.
 """
 
 from __future__ import annotations

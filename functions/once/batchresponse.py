@@ -9,7 +9,7 @@ loses its failed records in both, as on AWS. Pure: no I/O, nothing of once impor
 
 The rule, from "Handling errors for an SQS event source in Lambda", "Reporting batch item
 failures" (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html),
-row by row (tests/unit/test_batch_response_rule.py):
+row by row (tests/unit/runtime/test_batch_response_rule.py):
 
 - E: the function raised, timed out or crashed, or Lambda's runtime could not marshal what
   it returned (``Runtime.MarshalError``): an error while processing the batch returns all

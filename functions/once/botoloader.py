@@ -6,7 +6,7 @@ directory of every service botocore knows (some 400, and ``~/.aws/models``) for 
 type: about 7 ms of a cold start per type, and a DynamoDB client loads two (its API and its
 endpoint rules). once's own botocore session (``handler._session``, used when boto3 is not
 loaded) registers it; anything else asked of the list gets botocore's full answer, and any
-trouble building the loader leaves botocore's own (``tests/unit/test_cold_start_imports.py``
+trouble building the loader leaves botocore's own (``tests/unit/runtime/test_cold_start_imports.py``
 compares the two for every service and model type).
 """
 

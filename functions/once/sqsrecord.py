@@ -1,6 +1,7 @@
 """The SQS records of Lambda's event, as once reads them: the fields of Powertools'
 ``SQSRecord`` that the processor and the backoff read, under the same names and read the same
-way (``tests/unit/test_cold_start_imports.py`` compares them on a standard and a FIFO record).
+way (``tests/unit/runtime/test_cold_start_imports.py`` compares them on a standard and a
+FIFO record).
 
 Why not Powertools' class: it comes with its package of event classes, whose ``__init__``
 imports every one of them (some 30 modules, about 10 ms of a cold start) for the one once

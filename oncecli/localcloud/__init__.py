@@ -8,5 +8,6 @@ from ``once.batchresponse`` and each function invocation in a process of its own
 The local cloud's floor: above the runtime and the construct, below the commands. It may
 import ``once``, ``once_cdk`` and what it stands on in ``oncecli``: ``aws``, ``errors``,
 ``project``. Never the commands (``operate``, ``redrive``, ``testing``, ``cli``) or the proof
-(``demo``, ``chaos``, ``bench``, ``ledger``), which import it (``tests/unit/test_layering.py``).
+(``demo``, ``chaos``, ``bench``, ``ledger``), which import it
+(``tests/unit/house/test_layering.py``).
 """

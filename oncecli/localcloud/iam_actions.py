@@ -4,8 +4,8 @@ Why: IAM does not authorize an API call by its name. A ``TransactWriteItems`` ne
 element's own action on its own table, ``SendMessageBatch`` is ``sqs:SendMessage``, an S3
 ``GetObject`` with a ``VersionId`` is ``s3:GetObjectVersion``, PartiQL is judged by each
 statement's verb. This module is that table (``checks``), held to AWS's Service
-Authorization Reference by ``tests/unit/test_iam_reference.py``; the policy evaluation that
-answers each check is ``iam_policy``'s. A call it has no rule for is judged as
+Authorization Reference by ``tests/unit/localcloud/test_iam_reference.py``; the policy
+evaluation that answers each check is ``iam_policy``'s. A call it has no rule for is judged as
 ``<service>:<Operation>`` on ``*``: nothing passes unjudged.
 """
 
@@ -74,7 +74,7 @@ _ACTION_OF = {
     # A bucket's configurations: S3's operation names are not its actions' (the Service
     # Authorization Reference links each action to the API it authorizes:
     # https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html;
-    # tests/unit/test_iam_reference.py holds this table to it), and deleting one is
+    # tests/unit/localcloud/test_iam_reference.py holds this table to it), and deleting one is
     # authorized as putting it ("To use this operation, you must have permission to perform
     # the s3:PutLifecycleConfiguration action", DeleteBucketLifecycle, and so on).
     ("s3", "GetBucketAccelerateConfiguration"): "GetAccelerateConfiguration",

@@ -12,7 +12,7 @@ point ``once_cloud``), so a test only asks for the fixture; the local cloud it s
 
 Why here and not in ``once.testing``: the fixture runs the local cloud, and the runtime's
 package imports nothing of the ``once`` command (``once`` is the lowest floor; this plugin
-stands on ``oncecli.localcloud`` and on ``oncecli.operate``, ``tests/unit/test_layering.py``).
+stands on ``oncecli.localcloud`` and on ``oncecli.operate``, ``tests/unit/house/test_layering.py``).
 It may import ``once``, ``once_cdk``, ``oncecli.localcloud`` and its footing
 (``oncecli.aws``, ``oncecli.errors``, ``oncecli.project``), and ``oncecli.operate``; nothing
 of the proof (demo, chaos, bench) or of ``oncecli.cli``.

@@ -5,5 +5,5 @@ start, and throughput through the local cloud. See ``__main__`` for how a run is
 Part of the repository's proof: it may import every floor below (the runtime and its kit,
 the construct, the local cloud, the commands), the example (``payments``) and the rest of
 the proof (the demo, the harness); nothing below the proof imports it
-(``tests/unit/test_layering.py``).
+(``tests/unit/house/test_layering.py``).
 """

@@ -348,6 +348,7 @@ def _team_attributes_before_the_identity(monkeypatch: pytest.MonkeyPatch) -> Non
         error: str,
         fence: int | None,
         *,
+        key: str | None = None,
         team: bool = True,
     ) -> dict[str, Any]:
         own = record.get("messageAttributes") or {}
@@ -576,8 +577,14 @@ def _operation_for(machine: MessageMachine, fault: Fault) -> Op:
     return Op(machine.new_key(), 0, mode, send=send, ret=0, to=to)
 
 
+#: The faults a consumer of this model meets: its outbox sends to queues and topics. An
+#: outbox to an EventBridge bus meets PutEvents' faults in the chain model
+#: (tests/chaos/test_chain_model.py), whose hops run through a bus and a rule.
+MODEL_FAULTS = [f for f in aws_faults.FAULTS if f.target != "outbox-events"]
+
+
 @pytest.mark.parametrize("policy", ["run", "quarantine"])
-@pytest.mark.parametrize("fault", aws_faults.FAULTS, ids=str)
+@pytest.mark.parametrize("fault", MODEL_FAULTS, ids=str)
 def test_each_documented_aws_error_under_each_policy(
     moto_client: Any, fault: Fault, policy: str
 ) -> None:

@@ -28,7 +28,7 @@ from once.identity import deduplication_id
 from once.models import Outcome, record_id
 from once.testing import OnceEnv
 from tests.conftest import LEDGER, Calls, count_calls, outcomes
-from tests.unit.test_observability import emf
+from tests.unit.runtime.test_observability import emf
 
 LEDGER_TABLE = "ledger"
 AMOUNT = 125
@@ -444,7 +444,7 @@ def test_an_sdk_retry_of_a_landed_commit_is_recognised_and_applied_once(env: Onc
     """once_env honours ClientRequestToken as DynamoDB does (once.testing.strict; stock moto
     ignores it): the SDK's retry of the landed commit is answered as the commit itself and
     applies nothing again. Past DynamoDB's ten minutes the record's condition refuses such a
-    retry and the own-retry rule reads it as a success (tests/unit/test_commit_decision.py;
+    retry and the own-retry rule reads it as a success (tests/unit/runtime/test_commit_decision.py;
     DynamoDB Local: tests/chaos/test_atomic_on_dynamodb_local.py)."""
     credit = Credit()
     handler = handler_of(credit)

@@ -1,6 +1,6 @@
 """The wheel gives a working ``once`` without the source tree: every module of the runtime,
 the construct library and the CLI is in it, and every library they import is declared. (The
-example service is not shipped: ``tests/unit/test_wheel_contents.py``.)
+example service is not shipped: ``tests/unit/house/test_wheel_contents.py``.)
 
 The wheel is built the way ``pip install .`` builds it, offline (the build backend of the
 development environment).

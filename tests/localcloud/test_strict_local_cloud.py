@@ -1,6 +1,6 @@
 """The local cloud's moto server holds requests to AWS's documented rules, as ``once_env``
 does (``once.testing.strict``, installed by ``oncecli.localcloud.motoserver`` in the server
-process): a few of tests/unit/test_strict_aws.py's refusals, against the deployed local
+process): a few of tests/unit/kit/test_strict_aws.py's refusals, against the deployed local
 cloud's endpoint, each with its valid neighbour."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ command's local cloud, and the runtime imports nothing above itself. It is the p
 ``once`` registers too.
 
 This package may import ``once`` and the libraries a test environment has (pytest, moto,
-boto3); never ``once_cdk`` or ``oncecli`` (``tests/unit/test_layering.py``). Inside it,
+boto3); never ``once_cdk`` or ``oncecli`` (``tests/unit/house/test_layering.py``). Inside it,
 imports go one way: this plugin imports the kit (``env``), the kit imports its parts
 (``crash``, ``lambda_service``, ``strict``), never this plugin.
 

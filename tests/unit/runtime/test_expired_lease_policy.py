@@ -19,8 +19,8 @@ from once import make_handler
 from once.models import Outcome, Record
 from once.protocol import must_quarantine_takeover, review_fence_for
 from tests.conftest import Spy, build_event, failed_ids, message_ids, outcomes
-from tests.unit.test_observability import emf
-from tests.unit.test_outcome_table import claim_elsewhere
+from tests.unit.runtime.test_observability import emf
+from tests.unit.runtime.test_outcome_table import claim_elsewhere
 
 ORDER = {"orderId": "o-1", "item": "book", "qty": 1}
 

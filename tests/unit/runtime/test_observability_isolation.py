@@ -41,7 +41,7 @@ from once.models import METRIC_NAMES
 from once.observability import logger as once_logger
 from tests.conftest import FakeContext
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SERVICE = "orders"
 TEAM_NAMESPACE = "Shop"
 #: Every metric name once has (its outcomes', and the counts beside them).

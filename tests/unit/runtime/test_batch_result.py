@@ -9,7 +9,7 @@ from once import PermanentError
 from once import constants as c
 from once.models import BatchResult, Outcome, RecordResult
 from tests.conftest import failed_ids, message_ids
-from tests.unit.test_outcome_table import claim_elsewhere
+from tests.unit.runtime.test_outcome_table import claim_elsewhere
 
 
 def business(body: Any, attempt: Any) -> str:

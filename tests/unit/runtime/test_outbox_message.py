@@ -23,7 +23,8 @@ TOPIC = "arn:aws:sns:us-east-1:123456789012:notify"
 SOURCE = "payments#p-1"
 
 #: Any text SQS takes (SendMessage: #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
-#: #x10000-#x10FFFF); what it refuses is refused at the call (tests/unit/test_send_rules.py).
+#: #x10000-#x10FFFF); what it refuses is refused at the call
+#: (tests/unit/runtime/test_send_rules.py).
 _unicode = st.text(
     st.characters(exclude_categories=["Cs"]).filter(
         lambda ch: ch in "\t\n\r" or (ord(ch) >= 0x20 and ch not in "\ufffe\uffff")

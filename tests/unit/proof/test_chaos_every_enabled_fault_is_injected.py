@@ -23,7 +23,7 @@ from proof.chaos import harness
 from proof.chaos.faults import DRAWN, Dice, Injector, owe
 from proof.chaos.harness import DEFAULT_RATES, _SweepOwed
 from proof.errors import HarnessFailed
-from tests.unit.chaos_fakes import Clock, dynamodb_client, engine, fake_monotonic
+from tests.unit.proof.chaos_fakes import Clock, dynamodb_client, engine, fake_monotonic
 
 #: A rate so small that no draw of these tests ever fires it: what fires is the debt.
 NEVER = 1e-12

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = [ROOT / "functions" / "once", ROOT / "once_cdk", ROOT / "oncecli"]
 
 

@@ -25,7 +25,7 @@ from botocore.loaders import Loader
 from once import botoloader, sqsrecord
 from proof.bench.coldstart import _answers, _one_record_event
 
-FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
+FUNCTIONS = Path(__file__).resolve().parents[3] / "functions"
 NEVER = ("aws_xray_sdk", "once.testing", "boto3", "s3transfer", "pytest", "moto")
 #: Powertools' package of event classes: its ``__init__`` imports every one of them.
 EVENT_CLASSES = "aws_lambda_powertools.utilities.data_classes"

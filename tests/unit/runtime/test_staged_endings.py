@@ -1,6 +1,6 @@
 """Every way a staged commit (``effects="staged"``) can end, through the real handler on moto,
 with the errors DynamoDB documents for TransactWriteItems, UpdateItem and GetItem injected as
-botocore raises them (``tests/unit/test_commit_endings.py`` does the same for the two-phase
+botocore raises them (``tests/unit/runtime/test_commit_endings.py`` does the same for the two-phase
 commit).
 
 What is pinned: nothing that ends without its commit leaves a record behind to undo; a
@@ -27,7 +27,7 @@ from once.protocol import TRANSIENT_ERRORS
 from once.store import COMMIT_TRIES, RecordStore
 from tests.chaos.aws_faults import CANCELLATION_REASONS, DYNAMODB_REFUSALS
 from tests.conftest import LEDGER, TABLE, outcomes
-from tests.unit.test_commit_endings import (
+from tests.unit.runtime.test_commit_endings import (
     CALL_ERRORS,
     Faulty,
     canceled_on,

@@ -7,8 +7,8 @@ from __future__ import annotations
 from once import constants as c
 from once.models import Outcome
 from tests.conftest import count_calls, failed_ids, message_ids, outcomes
-from tests.unit.test_backoff import changes, fail_some, received
-from tests.unit.test_envelopes import ORDER, sns
+from tests.unit.runtime.test_backoff import changes, fail_some, received
+from tests.unit.runtime.test_envelopes import ORDER, sns
 
 
 def test_the_same_payload_published_twice_through_sns_commits_once(

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from proof.chaos.faults import Injector
 from proof.chaos.harness import OUTAGE_S, OutageWindows
-from tests.unit.chaos_fakes import Clock, dynamodb_client, engine, fake_monotonic
+from tests.unit.proof.chaos_fakes import Clock, dynamodb_client, engine, fake_monotonic
 
 
 @pytest.fixture

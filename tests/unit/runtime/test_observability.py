@@ -17,7 +17,7 @@ from once.models import Outcome
 from once.observability import logger as once_logger
 from once.observability import publish
 from tests.conftest import Spy, message_ids
-from tests.unit.test_outcome_table import claim_elsewhere
+from tests.unit.runtime.test_outcome_table import claim_elsewhere
 
 SECRET_ITEM = "Kryptonite-Sample-XJ9"
 SECRET_QTY = 987654321

@@ -11,7 +11,7 @@ import pytest
 from once import PermanentError
 from once.models import Outcome
 from tests.conftest import Calls, count_calls, outcomes, store_client
-from tests.unit.test_outcome_table import claim_elsewhere
+from tests.unit.runtime.test_outcome_table import claim_elsewhere
 
 ORDER = {"orderId": "o-1", "qty": 1}
 

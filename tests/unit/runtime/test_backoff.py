@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from once import make_handler
 from once.backoff import Backoff, source_queue_url
 from tests.conftest import ACCOUNT, REGION, failed_ids, message_ids
-from tests.unit.test_outcome_table import claim_elsewhere
+from tests.unit.runtime.test_outcome_table import claim_elsewhere
 
 # --- decisions ----------------------------------------------------------------------------
 

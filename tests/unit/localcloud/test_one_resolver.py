@@ -19,7 +19,7 @@ import pytest
 from oncecli.localcloud import alarms, resolve, roles, subscriptions
 from oncecli.localcloud.template import AlarmResource, Subscription
 
-LOCALCLOUD = Path(__file__).resolve().parents[2] / "oncecli" / "localcloud"
+LOCALCLOUD = Path(__file__).resolve().parents[3] / "oncecli" / "localcloud"
 QUEUE_URL = "http://localhost:5000/123456789012/Shop-Orders-ABC"
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:Shop-Placed-XYZ"
 PHYSICAL = {"Queue": QUEUE_URL, "Topic": TOPIC_ARN, "Fn": "Shop-Fn-1", "Role": "Shop-Role-1"}

@@ -51,7 +51,7 @@ def test_followers_of_a_failed_leader_are_all_reported_failed(aws, once_handler,
 
 
 def test_followers_of_a_busy_leader_are_busy_too(aws, once_handler, spy, sqs_event, clock) -> None:
-    from tests.unit.test_outcome_table import claim_elsewhere
+    from tests.unit.runtime.test_outcome_table import claim_elsewhere
 
     claim_elsewhere(aws, ORDER)
     event = sqs_event([ORDER] * 3)

@@ -18,7 +18,7 @@ from once import PermanentError
 from once import constants as c
 from once.models import Outcome
 from tests.conftest import Calls, count_calls, outcomes, store_client
-from tests.unit.test_outcome_table import claim_elsewhere
+from tests.unit.runtime.test_outcome_table import claim_elsewhere
 
 ORDER = {"orderId": "o-1", "qty": 1}
 

@@ -13,7 +13,7 @@ from proof import errors, example
 from proof.chaos import command
 from proof.demo.__main__ import build_parser as demo_parser
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_example_is_the_checkouts_own():

@@ -29,7 +29,7 @@ from once import PermanentError
 from once import constants as c
 from once.models import Outcome
 from tests.conftest import FakeContext, Spy, build_event
-from tests.unit.test_observability import emf
+from tests.unit.runtime.test_observability import emf
 
 # --- what business code may return -------------------------------------------------------
 

@@ -35,7 +35,7 @@ from once.store import COMMIT_TRIES, RecordStore
 from oncecli.redrive import is_lease_expired
 from tests.chaos.aws_faults import CANCELLATION_REASONS
 from tests.conftest import LEDGER, TABLE, outcomes
-from tests.unit.test_expired_lease_policy import redriven
+from tests.unit.runtime.test_expired_lease_policy import redriven
 
 ORDER = {"orderId": "o-1", "qty": 1}
 #: Errors of the call itself: refused unprocessed (certain), or that may have landed.
