@@ -129,87 +129,15 @@ def _poller_config(pollers: tuple[int, int] | None) -> lambda_.ProvisionedPoller
 
 class OnceConsumer(Construct):
     """The queue, DLQ, idempotency table, function, mapping, alarms and dashboard of one
-    once consumer.
+    once consumer; it knows nothing of the handler it runs (``code_dir``, ``handler``).
 
     Attributes: ``queue``, ``dlq``, ``table``, ``function``, ``alarm_topic``; also
     ``settings`` (the derived values), ``role``, ``log_group``, ``mapping``, ``alias``
-    (with ``snap_start=True``, else None), ``alarms`` and ``dashboard``.
-
-    ``queue=`` (an ``sqs.IQueue``; None, the default, builds one) consumes an existing
-    queue, as AWS Solutions Constructs take an existing queue in place of building one: the
-    construct then builds neither the queue nor its DLQ. ``queue`` is the queue given,
-    ``dlq`` the DLQ of its redrive policy (None for an imported queue, whose redrive policy
-    it cannot read: no quarantine fast path, no DlqDepth alarm, no ``add_cli_outputs``).
-    The mapping, the grants (and ``kms:Decrypt`` on the queue's customer managed key, if it
-    has one) and the alarms are those of a built queue, the settings read from the queue
-    replacing those derived for it. A queue of this app (an ``sqs.Queue``) is refused unless
-    it keeps once's rules, each named with what to set (``once_cdk.existing_queue``): FIFO as
-    ``fifo=`` says, a visibility timeout of at least 6 x ``timeout`` + the batching window,
-    a DLQ with a maxReceiveCount that ``max_receive_count`` would pass (which stays unset),
-    encrypted and TLS only, the DLQ of its type and keeping messages longer; and no other
-    event source mapping may poll it. What cannot be read (an imported queue's settings, a
-    token) becomes a warning annotation, ``existing_queue.QUEUE_NOT_CHECKED``, naming it.
-
-    ``maxReceiveCount``, derived (``max_receive_count=None``) or given, is held to one rule:
-    the retry window before the DLQ, the sum of the handler's backoffs over the receives,
-    covers at least 5 visibility timeouts (``settings.visibility_timeout_s``), so that a BUSY
-    copy of a live batch or a short outage does not send messages to the DLQ.
-
-    ``backoff`` is the retry backoff, declared once: the construct derives
-    ``maxReceiveCount`` from it and passes it to the function (``ONCE_BACKOFF``), where
-    ``make_handler`` without backoff arguments runs it (given arguments win, with a warning
-    when they differ). The default, 2 s doubling up to 300 s, derives 10 receives for the
-    30 s timeout (visibility 180 s) and refuses 5, whose retries end after 62 s.
-    ``backoff=Backoff(5, 600)`` (``once.Backoff``) derives and checks with d(n) = min(600,
-    5 * 2**(n-1)). ``backoff=None`` (backoff off: each retry waits a whole visibility
-    timeout) derives 5, and accepts any count from 5 that SQS and the queue's retention
-    allow.
-
-    The event source mapping has two opt-in settings, both off by default (the template then
-    holds neither):
-
-    ``provisioned_pollers=(minimum, maximum)`` puts the mapping in provisioned mode: Lambda
-    keeps at least ``minimum`` event pollers (2 to 200) polling the queue and scales up to
-    ``maximum`` (2 to 2000, not below the minimum), each poller running up to 10
-    invocations at once. It suits a queue with steady high throughput, or bursts that must
-    not wait for Lambda's own scaling: pollers already running take a burst at once, and
-    provisioned mode scales faster and further than the default. It costs money: the
-    pollers are billed by the hour (event poller units) whether or not the queue holds
-    messages, the minimum ones always. Lambda refuses provisioned mode together with a
-    maximum concurrency, so ``max_concurrency`` must stay unset: the maximum of pollers
-    bounds the mapping instead, and a ``reserved_concurrency`` must then cover 10
-    invocations per poller at the maximum, or the mapping would be throttled.
-
-    ``event_count_metrics=True`` has the mapping publish its EventCount metrics
-    (``MetricsConfig`` with ``MetricType.EVENT_COUNT``) in the ``AWS/Lambda`` namespace by
-    event source mapping: how many messages it polled, filtered out, invoked the function
-    with and failed to invoke. They tell the mapping's side of a backlog apart from the
-    function's; the construct's alarms and dashboard do not read them.
-
-    ``snap_start=True``, off by default (the template then holds no version and no alias),
-    turns on Lambda SnapStart: the function's INIT phase (its imports and everything built at
-    import, once's runtime and the business code's module level) runs once, when a version is
-    published, and new execution environments are restored from a snapshot of it instead of
-    running it again, which takes most of a cold start away. SnapStart applies to published
-    versions only, so the construct publishes one (``function.current_version``), points
-    an alias ``live`` at it (``alias``, None when off) and has the mapping invoke the alias,
-    never ``$LATEST``. It costs money and time: for Python, Lambda bills the caching of each
-    published version's snapshot (per GB of the function's memory, for as long as the
-    version is active) and each restore (per GB restored); every deploy that changes the
-    function publishes a new version and takes a new snapshot, and takes longer for it. The
-    role, the grants (``grant_*(consumer.function)``), the reserved concurrency and the
-    alarms stay the function's: Lambda's metrics by ``FunctionName`` add up all its versions
-    and aliases. once makes its own runtime safe to snapshot (``once.snapstart``): it builds
-    its handler before the snapshot without calling AWS, closes every connection and thread
-    the snapshot holds after a restore, and draws a claim's owner token at the claim, never
-    at INIT. The business code must be safe too:
-    anything unique (random seeds, ids) or connected (clients, connections, credentials) it
-    builds at import must be refreshed in an ``after_restore`` hook
-    (``snapshot_restore_py.register_after_restore``), or every environment restored from the
-    snapshot shares it. SnapStart needs the python3.12 runtime or later; Lambda refuses it
-    together with provisioned concurrency, EFS or more than 512 MB of ephemeral storage,
-    none of which the construct sets (do not add them to ``function``).
-    """
+    (with ``snap_start=True``, else None), ``alarms`` and ``dashboard``. It derives what
+    must not be typed (the visibility timeout, ``maxReceiveCount`` from ``backoff``, which
+    it also passes to the function, the retentions) and refuses at synth a setting that
+    breaks a rule, naming it. Every argument, what it derives and why, an existing queue
+    (``queue=``), the opt-in mapping settings and SnapStart: docs/construct.md."""
 
     def __init__(
         self,

@@ -500,60 +500,13 @@ def make_handler(
     backoff_max_s: int | None = _FROM_ENV,
     effects: EffectsMode = "any",
 ) -> Handler:
-    """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches.
-
-    ``key`` and ``validate`` are JMESPath expressions over the parsed JSON body: the business
-    key (a non-empty string or an integer; the integer ``7`` and the string ``"7"`` are the
-    same key), and the part whose hash must match on every delivery (``None``: no check).
-    ``envelope`` is applied to the parsed body first, with Powertools' JMESPath functions
-    (``"powertools_json(Message)"`` for SNS to SQS, ``"detail"`` for EventBridge to SQS): the
-    key, the validation and ``process`` all see the unwrapped body, so the same payload
-    published twice is a duplicate. A body it does not match is quarantined
-    (``INVALID_ENVELOPE``).
-
-    ``on_expired_lease="run"`` (the default) runs business code again when a claim takes
-    over an expired IN_PROGRESS lease (``attempt.takeover``; a downstream fence absorbs it).
-    ``"quarantine"`` is for effects that cannot be fenced: such a claim runs nothing, marks
-    the record FAILED (``LEASE_EXPIRED``) and sends the message to the DLQ with
-    ``once.reason=LEASE_EXPIRED`` and ``once.fence`` (the record's fence); once a person has
-    checked the effect and redriven it, the redriven message runs, if the record is still
-    that FAILED one. A conservatively true takeover (a retried claim, see
-    ``Attempt.takeover``) is quarantined too.
-
-    ``effects="staged"`` is for business code whose every effect is staged on the attempt
-    (``attempt.write``, ``attempt.send``), or that has none beyond its result: it may read
-    anything and changes nothing itself. Business code then runs first, with no claim
-    (``attempt.fence`` is None), and ONE conditional write completes the record with what
-    it staged (one ``TransactWriteItems`` when it staged writes): one DynamoDB call per new
-    message instead of two. Copies in flight at once may all run business code; exactly one
-    commit lands, and the others end as duplicates (their staged effects never land).
-    ``"any"`` (the default) claims first, for business code with effects of its own.
-
-    A record reported in ``batchItemFailures`` comes back after
-    ``min(backoff_max_s, backoff_base_s * 2**(n-1))`` s, n its ApproximateReceiveCount; a
-    BUSY one no later than the holder's lease ends (+1 s). They are set with
-    ``ChangeMessageVisibilityBatch`` on the source queue (its URL from ``eventSourceARN``,
-    on the SQS client's endpoint); a change that fails is logged and changes nothing else,
-    and with less than ``min_remaining_ms`` left it is skipped (logged).
-    ``None`` for either turns backoff off: the queue's visibility timeout applies. Not
-    given, they are what ``OnceConsumer(backoff=)`` declared in the function's environment
-    (``ONCE_BACKOFF``, from which it derived the DLQ's ``maxReceiveCount``), else 2 s and
-    300 s: declare the backoff once, on the construct. Given (one of them: the other is its
-    default), the arguments win, with a warning at the first invocation if they differ from
-    the construct's.
-    ``retention_s`` may be shorter than a lease (a test's): a claim then keeps its record
-    until its lease has ended, so a live claim never counts as absent.
-    ``table_name``, ``dlq_url``, ``key_prefix`` and ``retention_s`` fall back to the
-    environment at the first invocation; ``dlq_url=None`` turns the quarantine fast path off.
-
-    What ``process`` returns is stored on the record as JSON (Decimals as their exact text).
-    Whatever it returns, the record completes: a value that cannot be stored as JSON is
-    stored as ``{"unencodable": "<type>"}`` in its place (the whole result, when it cannot be
-    encoded at all), with a warning. Once business code has returned, its effect happened,
-    and a record left FAILED or IN_PROGRESS would run it again on a redelivery; for the same
-    reason nothing once does afterwards (logging, metrics, the backoff) can fail the record
-    or the batch, and an error of once's own code fails only its record (``InternalError``).
-    """
+    """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches: each record is
+    run through the fenced protocol keyed on ``key`` (a JMESPath expression over the parsed
+    body, or ``SOURCE_KEY``), its result stored on its record, and the batch answered with
+    ``batchItemFailures``. ``effects="staged"`` runs business code first and commits what it
+    staged with one write. Every argument, its default and what it does (``validate``,
+    ``envelope``, ``on_expired_lease``, the backoff, the environment each falls back to):
+    docs/handler.md, "`make_handler`'s arguments"; the protocol: docs/design.md."""
     if on_expired_lease not in ("run", "quarantine"):
         raise ValueError(
             f'on_expired_lease must be "run" or "quarantine" (got {on_expired_lease!r})'
