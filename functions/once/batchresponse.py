@@ -14,7 +14,8 @@ row by row (tests/unit/runtime/test_batch_response_rule.py):
 - E: the function raised, timed out or crashed, or Lambda's runtime could not marshal what
   it returned (``Runtime.MarshalError``): an error while processing the batch returns all
   of its messages to the queue (the same page, its opening).
-- M: "An invalid JSON response": the whole batch comes back.
+- M: "An invalid JSON response": the whole batch comes back (with ReportBatchItemFailures:
+  without it Lambda reads no response, row O).
 - O: without ``ReportBatchItemFailures`` on the mapping, any response is a complete success
   (Lambda reads ``batchItemFailures`` only when the mapping's ``FunctionResponseTypes``
   holds ``ReportBatchItemFailures``): every message is deleted.
@@ -83,10 +84,12 @@ def _encode(value: object) -> Any:
 
 def marshal(returned: Any) -> str:
     """The response payload Lambda's Python runtime makes of what the handler returned:
-    ``bytes`` as they are, anything else encoded as JSON (a ``Decimal`` as its number).
-    Raises ``MarshalError`` for a value it cannot encode (a set, an object, a circle)."""
-    if isinstance(returned, bytes | bytearray):
-        return bytes(returned).decode("utf-8", errors="replace")
+    ``bytes`` as they are (``bytes`` only: the runtime's ``isinstance(response, bytes)``; a
+    ``bytearray`` goes to the encoder, which refuses it), anything else encoded as JSON (a
+    ``Decimal`` as its number). Raises ``MarshalError`` for a value it cannot encode (a
+    set, an object, a circle, a ``bytearray``)."""
+    if isinstance(returned, bytes):
+        return returned.decode("utf-8", errors="replace")
     try:
         return json.dumps(returned, default=_encode)
     except (TypeError, ValueError, RecursionError) as error:
@@ -125,10 +128,12 @@ def decide(
     ids = list(message_ids)
     if error is not None:
         return _all_fail(ids, f"function error: {error}")  # E
+    if not report_batch_item_failures:
+        # Lambda reads the response only for ReportBatchItemFailures: without it, any
+        # response (JSON or not) is a complete success.
+        return Decision(tuple(ids), (), "success")  # O
     if response is MALFORMED:
         return _all_fail(ids, "response is not valid JSON")  # M
-    if not report_batch_item_failures:
-        return Decision(tuple(ids), (), "success")  # O
     if response is None:
         return Decision(tuple(ids), (), "success (null response)")  # S1
     if not isinstance(response, dict):

@@ -246,15 +246,31 @@ class Resolver:
             return self._sub(str(text), variables)
         if key == "Fn::Select":
             index, items = arg
-            return self.resolve(items)[int(self.resolve(index))]
+            chosen, values = int(self.resolve(index)), self.resolve(items)
+            unresolved = next((v for v in _flat(values) if _is_placeholder(v)), None)
+            if unresolved is not None:
+                return unresolved  # a part of what is not resolved is not resolved either
+            if not isinstance(values, list) or not 0 <= chosen < len(values):
+                return self._cannot(key, f"Fn::Select {chosen} of {len(values)} values")
+            return values[chosen]
         if key == "Fn::Split":
             separator, text = arg
-            return str(self.resolve(text)).split(separator)
+            value = str(self.resolve(text))
+            return [value] if _is_placeholder(value) else value.split(separator)
         if key.startswith("Fn::") or key == "Condition":
             return self._cannot(key, f"{key} not resolved: the local cloud has no rule for it")
         return {key: self.resolve(arg)}
 
     __call__ = resolve
+
+
+def _is_placeholder(value: Any) -> bool:
+    """What ``NAME`` answers for a value it cannot resolve (``PLACEHOLDER:<what>``)."""
+    return isinstance(value, str) and value.startswith(f"{PLACEHOLDER}:")
+
+
+def _flat(values: Any) -> list[Any]:
+    return values if isinstance(values, list) else [values]
 
 
 def deployed(

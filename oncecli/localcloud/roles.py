@@ -98,10 +98,12 @@ def role_from_template(
     region: str = LOCAL_REGION,
     exports: Mapping[str, str] | None = None,
     session_name: str | None = None,
+    stack: str | None = None,
 ) -> RolePolicy:
     """The role of the template's function ``function`` (its logical id), as the template
     grants it, with each resource named by ``physical`` (logical id to physical id: a
-    table's name, a queue's URL, a topic's ARN...)."""
+    table's name, a queue's URL, a topic's ARN...); ``stack``: its stack's name, for
+    ``AWS::StackName``."""
     resources: Mapping[str, Any] = template.get("Resources") or {}
     role = (resources.get(function) or {}).get("Properties", {}).get("Role")
     role_id = None
@@ -115,7 +117,13 @@ def role_from_template(
         )
     # A grant on what cannot be resolved allows nothing; the rest of the role stands.
     resolve = Resolver(
-        template, physical, unresolved=NAME, exports=exports, account=account, region=region
+        template,
+        physical,
+        unresolved=NAME,
+        exports=exports,
+        account=account,
+        region=region,
+        stack=stack,
     )
     properties = resources[role_id].get("Properties", {})
     inline = list(properties.get("Policies") or [])
@@ -219,7 +227,7 @@ def deployed_role(cfn: Any, function_name: str, iam: Any = None) -> RolePolicy:
         body = cfn.get_template(StackName=stack)["TemplateBody"]
         template = json.loads(body) if isinstance(body, str) else body
         policy = role_from_template(
-            template, function, physical, exports=exports, session_name=function_name
+            template, function, physical, exports=exports, session_name=function_name, stack=stack
         )
         return policy if iam is None else with_policies_since_deploy(policy, iam)
     raise RoleNotFound(f"no stack on the local cloud holds the function {function_name}")

@@ -503,6 +503,10 @@ class OnceEnv:
                         # log_metrics flushing, raise_on_empty_metrics) raised on the way
                         # out: in Lambda nothing of it would have run. The kill is the news.
                         raise InvocationKilled(binding.switch.killed_at) from None
+                    # A function error: Lambda reads no response, nothing of the batch is
+                    # deleted, and each message comes back (or moves to the DLQ at its
+                    # maxReceiveCount) as SQS returns it; the error is the test's to see.
+                    queue.settle(batch, set())
                     raise
             if binding.switch.past_deadline():
                 # It returned, but after its deadline: Lambda had killed it, and its batch
