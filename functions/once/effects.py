@@ -295,16 +295,14 @@ class Effects:
             identity.source_of(self.record_id, self.token) if self.record_id is not None else None
         )
         if isinstance(destination, str) and rules.looks_like_event_bus(destination):
-            message = _event(
-                destination,
-                body,
-                once_source,
-                len(self.messages),
-                group_id=group_id,
-                attributes=attributes,
-                source=source,
-                detail_type=detail_type,
-            )
+            if group_id is not None or attributes:
+                raise ValueError(
+                    "attempt.send: an EventBridge event has no group_id and no message "
+                    "attributes (PutEvents takes a Source, a DetailType and a detail): put "
+                    "what they carry in the detail"
+                )
+            seq = len(self.messages)
+            message = _event(destination, body, once_source, seq, source, detail_type)
         else:
             if source is not None or detail_type is not None:
                 raise ValueError(
@@ -374,9 +372,6 @@ def _event(
     body: Any,
     once_source: str | None,
     seq: int,
-    *,
-    group_id: str | None,
-    attributes: Mapping[str, Any] | None,
     source: str | None,
     detail_type: str | None,
 ) -> OutboxMessage:
@@ -397,12 +392,6 @@ def _event(
             f"attempt.send: the event bus is in {there} and this function in {here}; once "
             "sends with the function's region's client, where PutEvents does not reach "
             f"another region's bus. Send to a bus in {here} (a rule there may forward to it)"
-        )
-    if group_id is not None or attributes:
-        raise ValueError(
-            "attempt.send: an EventBridge event has no group_id and no message attributes "
-            "(PutEvents takes a Source, a DetailType and a detail): put what they carry in "
-            "the detail"
         )
     for problem in (rules.source_problem(source), rules.detail_type_problem(detail_type)):
         if problem is not None:
