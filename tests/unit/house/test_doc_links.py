@@ -151,3 +151,10 @@ def test_a_missing_file_or_heading_is_reported(tmp_path, monkeypatch):
         "missing.md: no such file",
         "other.md#nowhere: no heading #nowhere in other.md",
     ]
+
+
+def test_the_readme_keeps_a_teams_day_one_and_no_more() -> None:
+    """About 250 lines (issue 42, item 9): what a team needs on its first day; the rest lives
+    in docs/, which the README's tables name."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= 260, f"README.md has {lines} lines: move what is not day one to docs/"
