@@ -497,16 +497,16 @@ class OnceEnv:
             ):
                 try:
                     response = handler(event, context)
-                except BaseException:
+                except BaseException as error:
                     if binding.switch.killed_at is not None:
                         # Killed inside, and a wrapper's own cleanup (a finally: Powertools'
                         # log_metrics flushing, raise_on_empty_metrics) raised on the way
                         # out: in Lambda nothing of it would have run. The kill is the news.
                         raise InvocationKilled(binding.switch.killed_at) from None
-                    # A function error: Lambda reads no response, nothing of the batch is
-                    # deleted, and each message comes back (or moves to the DLQ at its
-                    # maxReceiveCount) as SQS returns it; the error is the test's to see.
-                    queue.settle(batch, set())
+                    # A function error, by Lambda's rule (row E): each message comes back
+                    # (or moves to the DLQ at its maxReceiveCount); the error is the test's.
+                    raised = decide([m.message_id for m in batch], None, error=type(error).__name__)
+                    queue.settle(batch, set(raised.delete))
                     raise
             if binding.switch.past_deadline():
                 # It returned, but after its deadline: Lambda had killed it, and its batch
