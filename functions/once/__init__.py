@@ -33,6 +33,7 @@ from once.models import (
     RecordResult,
     TransientError,
 )
+from once.powertools import PowertoolsBridge
 
 if TYPE_CHECKING:
     from once.handler import make_handler
@@ -44,6 +45,7 @@ __all__ = [
     "BatchResult",
     "Outcome",
     "PermanentError",
+    "PowertoolsBridge",
     "RecordResult",
     "TransientError",
     "make_handler",

@@ -104,6 +104,9 @@ REASON_INVALID_ENVELOPE: Final = "INVALID_ENVELOPE"
 REASON_INVALID_KEY: Final = "INVALID_KEY"
 REASON_INVALID_PAYLOAD: Final = "INVALID_PAYLOAD"
 REASON_CONFLICT: Final = "CONFLICT"
+#: The error of a claim of once's own record released because the message's Powertools
+#: record was not taken with it (``once.powertools``): ``POWERTOOLS_RECORD: <why>``.
+REASON_POWERTOOLS: Final = "POWERTOOLS_RECORD"
 REASON_PERMANENT_ERROR: Final = "PERMANENT_ERROR"
 #: Also the error stored on the record of a quarantined takeover.
 REASON_LEASE_EXPIRED: Final = "LEASE_EXPIRED"

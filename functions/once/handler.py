@@ -36,6 +36,7 @@ from once.models import BatchResult, Outcome, RecordResult
 from once.observability import log_safely, logger, name_service, publish, subsegment
 from once.outbox import Outbox
 from once.payload import WHOLE_BODY, BodyReader
+from once.powertools import PowertoolsBridge
 from once.processor import BatchProcessor
 from once.quarantine import Quarantine
 from once.sqsrecord import SqsRecord
@@ -83,6 +84,7 @@ class Handler:
         quarantine_takeovers: bool,
         backoff: tuple[Any, Any],
         effects: EffectsMode = "any",
+        powertools: PowertoolsBridge | None = None,
     ) -> None:
         self._process = process
         # A handler function's name, as decorators that wrap a handler read it (Powertools'
@@ -103,6 +105,7 @@ class Handler:
         self._backoff_args = backoff
         self._backoff: Backoff | None = None
         self._effects: EffectsMode = effects
+        self._powertools = powertools
         self._visibility: Visibility | None = None
         self._config: _Config | None = None
         self._store: Store | None = None
@@ -270,6 +273,7 @@ class Handler:
                 max_workers=self._max_workers,
                 quarantine_takeovers=self._quarantine_takeovers,
                 staged=self._effects == "staged",
+                powertools=self._powertools,
             )
             self._processor = BatchProcessor(
                 self._process, store, quarantine, outbox, self._reader, settings
@@ -499,12 +503,15 @@ def make_handler(
     backoff_base_s: int | None = _FROM_ENV,
     backoff_max_s: int | None = _FROM_ENV,
     effects: EffectsMode = "any",
+    powertools: PowertoolsBridge | None = None,
 ) -> Handler:
     """Wrap ``process(body, attempt)`` into a Lambda handler for SQS batches: each record is
     run through the fenced protocol keyed on ``key`` (a JMESPath expression over the parsed
     body, or ``SOURCE_KEY``), its result stored on its record, and the batch answered with
     ``batchItemFailures``. ``effects="staged"`` runs business code first and commits what it
-    staged with one write. Every argument, its default and what it does (``validate``,
+    staged with one write. ``powertools``: while a team moves from Powertools' idempotency
+    utility, its records are honoured and kept (``once.powertools``, docs/migrating.md).
+    Every argument, its default and what it does (``validate``,
     ``envelope``, ``on_expired_lease``, the backoff, the environment each falls back to):
     docs/handler.md, "`make_handler`'s arguments"; the protocol: docs/design.md."""
     if on_expired_lease not in ("run", "quarantine"):
@@ -543,6 +550,10 @@ def make_handler(
             backoff_max_s = c.DEFAULT_BACKOFF_MAX_S
     if isinstance(backoff_base_s, int) and isinstance(backoff_max_s, int):
         Backoff(backoff_base_s, backoff_max_s)
+    if powertools is not None and not isinstance(powertools, PowertoolsBridge):
+        raise ValueError(
+            f"powertools must be a once.powertools.PowertoolsBridge (got {powertools!r})"
+        )
     if retention_s is not None and retention_s <= 0:
         raise ValueError(
             f"retention_s must be a positive number of seconds (got {retention_s}): a record "
@@ -562,6 +573,7 @@ def make_handler(
         quarantine_takeovers=on_expired_lease == "quarantine",
         effects=effects,
         backoff=(backoff_base_s, backoff_max_s),
+        powertools=powertools,
     )
     snapstart.register(handler)
     return handler

@@ -24,7 +24,8 @@ from once.effects import OutboxMessage
 from once.models import Attempt, Outcome, RecordResult
 from once.observability import log_safely
 from once.outbox import Outbox
-from once.payload import Parsed, StoredResult, encode_result, stand_in, type_name
+from once.payload import Parsed, StoredResult, describe_error, encode_result, stand_in, type_name
+from once.powertools import PowertoolsBridge, PowertoolsRecord
 from once.protocol import hashed_before
 from once.quarantine import Quarantine
 from once.sqsrecord import SqsRecord
@@ -45,6 +46,9 @@ class Settings:
     quarantine_takeovers: bool = False
     #: effects="staged": business code first, then one write (``once.staged``), no claim.
     staged: bool = False
+    #: make_handler(powertools=): the team's Powertools records, honoured and kept
+    #: (``once.powertools``) while it migrates.
+    powertools: PowertoolsBridge | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,14 @@ class Invocation:
         return self.context is not None and (
             self.context.get_remaining_time_in_millis() < self.settings.min_remaining_ms
         )
+
+    def bridged(self, record: SqsRecord) -> dict[str, PowertoolsRecord]:
+        """The store's ``companion`` argument for this record: its Powertools record, while
+        the bridge is on (``once.powertools``) and Powertools keeps one for it; else no
+        argument at all (a store of a test's own need not take it)."""
+        bridge = self.settings.powertools
+        companion = None if bridge is None else bridge.record_for(record.raw_event)
+        return {} if companion is None else {"companion": companion}
 
     def lease_ms(self) -> int:
         if self.context is None:
@@ -175,7 +187,7 @@ class Invocation:
         try:
             stored = encode_result(value)
         except Exception as error:  # encode_result is total; a bug in it still completes
-            stored = StoredResult(stand_in(value), (type_name(value),), class_name(error))
+            stored = StoredResult(stand_in(value), (type_name(value),), describe_error(error))
             done = dataclasses.replace(done, internal_error=True)
         if stored.stand_ins:
             log_safely(
@@ -209,10 +221,6 @@ def _why(sent: object) -> str:
     """Why a send failed, as ``Sent`` says it (a send of a test's own double may answer a
     plain False)."""
     return getattr(sent, "error", None) or "not sent"
-
-
-def class_name(error: BaseException) -> str:
-    return type(error).__name__
 
 
 def ended(handled: RecordResult, outcome: Outcome, reason: str | None = None) -> RecordResult:

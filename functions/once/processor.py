@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from once import constants as c
-from once.invocation import Invocation, Process, Settings, class_name
+from once.invocation import Invocation, Process, Settings
 from once.models import Outcome, RecordResult
 from once.observability import log_safely, logger
 from once.outbox import Outbox
-from once.payload import BadMessage, BodyReader, Parsed
+from once.payload import BadMessage, BodyReader, Parsed, describe_error
 from once.quarantine import Quarantine
 from once.sqsrecord import SqsRecord
 from once.staged import StagedRunner
@@ -173,14 +173,14 @@ class BatchProcessor:
                 "error",
                 "internal error: this record will be redelivered",
                 message_id=item.record.message_id,
-                error=class_name(error),
+                error=describe_error(error),
                 stack=traceback.format_tb(error.__traceback__),
             )
             return RecordResult(
                 item.record.message_id,
                 Outcome.FAILED,
                 item.parsed.key if item.parsed else None,
-                reason=class_name(error),
+                reason=describe_error(error),
                 internal_error=True,
             )
 

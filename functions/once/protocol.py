@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from once import constants as c
 from once.models import Outcome, Record
+from once.powertools import COMPLETED, INPROGRESS, PowertoolsState
 
 
 class Verdict(StrEnum):
@@ -111,15 +112,20 @@ def judge_finalize(old: Record | None, *, me: str, fence: int, target_status: st
     return Verdict.LEASE_LOST
 
 
-def judge_commit(codes: list[str], old: Record | None, *, me: str, fence: int) -> Verdict:
+def judge_commit(
+    codes: list[str], old: Record | None, *, me: str, fence: int, bridged: bool = False
+) -> Verdict:
     """Classify a commit (staged writes, then the record's completion, in one
     ``TransactWriteItems``) that DynamoDB canceled, from each element's cancellation code
-    (the record's is the last) and the record its condition saw (``old``).
+    (the record's is the last) and the record its condition saw (``old``). ``bridged``: the
+    element before the record's is the Powertools record's completion (``once.powertools``).
 
     A canceled transaction applied nothing. The record's own condition failing is judged as
     a finalize's: my own commit retried by the SDK after it landed (the record carries my
     owner, my fence, COMPLETED) is a success, anything else a lost lease; it comes first,
-    because a zombie's commit must never be taken for a business refusal. Otherwise a
+    because a zombie's commit must never be taken for a business refusal. The Powertools
+    record's condition failing (it is no longer INPROGRESS under my claim: a Powertools
+    consumer took it over once my lease had passed) is a lost lease too. Otherwise a
     staged write's condition refused it (REFUSED); or every element that caused the
     cancellation names a cause that passes (a conflicting request on one of its items,
     throttling: TRANSIENT); or one names a cause that stays (CANCELED). In each of those
@@ -127,14 +133,17 @@ def judge_commit(codes: list[str], old: Record | None, *, me: str, fence: int) -
     """
     if codes and codes[-1] == CONDITION_FAILED:
         return judge_finalize(old, me=me, fence=fence, target_status=c.STATUS_COMPLETED)
-    return _canceled_by(codes)
+    if bridged and len(codes) >= 2 and codes[-2] == CONDITION_FAILED:
+        return Verdict.LEASE_LOST
+    return _canceled_by(codes, writes=len(codes) - 1 - bridged)
 
 
-def _canceled_by(codes: list[str]) -> Verdict:
-    """A canceled commit whose record condition held: a staged write's condition refused
-    it (REFUSED); or every element that caused the cancellation names a cause that passes
-    (TRANSIENT); or one names a cause that stays (CANCELED)."""
-    if CONDITION_FAILED in codes[:-1]:
+def _canceled_by(codes: list[str], *, writes: int) -> Verdict:
+    """A canceled commit whose record condition held: a staged write's condition (one of
+    the first ``writes`` elements) refused it (REFUSED); or every element that caused the
+    cancellation names a cause that passes (TRANSIENT); or one names a cause that stays
+    (CANCELED)."""
+    if CONDITION_FAILED in codes[:writes]:
         return Verdict.REFUSED
     causes = set(codes) - {"None"}
     if causes and causes <= TRANSIENT_REASONS:
@@ -165,15 +174,47 @@ def _refusing(old: Record, *, payload_hash: str) -> Verdict:
 
 
 def judge_staged_cancel(
-    codes: list[str], old: Record | None, *, me: str, payload_hash: str
+    codes: list[str],
+    old: Record | None,
+    *,
+    me: str,
+    payload_hash: str,
+    powertools: PowertoolsState | None = None,
 ) -> Verdict:
     """Classify a staged commit with staged writes (one ``TransactWriteItems``, the record
     last) that DynamoDB canceled: the record's condition failing is judged as
-    ``judge_staged_commit``; otherwise as ``judge_commit`` (a staged write's condition:
+    ``judge_staged_commit``; then, with the Powertools record's element before the record's
+    (``powertools``: that record as its condition saw it), its condition failing is judged
+    as that record refuses a copy (``judge_powertools``; a clock race that finds it free
+    says BUSY: retry later); otherwise as ``judge_commit`` (a staged write's condition:
     REFUSED; causes that pass: TRANSIENT; one that stays: CANCELED). Nothing landed."""
     if codes and codes[-1] == CONDITION_FAILED and old is not None:
         return judge_staged_commit(old, me=me, payload_hash=payload_hash)
-    return _canceled_by(codes)
+    bridged = powertools is not None
+    if powertools is not None and len(codes) >= 2 and codes[-2] == CONDITION_FAILED:
+        return judge_powertools(powertools) or Verdict.BUSY
+    return _canceled_by(codes, writes=len(codes) - 1 - bridged)
+
+
+def judge_powertools(state: PowertoolsState) -> Verdict | None:
+    """A message's Powertools record, as the bridge meets it (``once.powertools``): None
+    where it lets once's write in, as Powertools' own claim condition would (absent,
+    expired, or INPROGRESS past its in-progress expiry), or where once itself holds it
+    INPROGRESS (once's own record, claimed first, decided who holds it). Otherwise how it
+    refuses the copy, in the order Powertools judges it (``_put_record``, then
+    ``_handle_for_status``): another validation hash is a CONFLICT; COMPLETED is a DUPLICATE
+    (its response the result); INPROGRESS is BUSY (back after its in-progress expiry, or its
+    expiry when Powertools had no Lambda context to set one); a status Powertools does not
+    write is BUSY too, so that it reaches the DLQ rather than run."""
+    if state.status is None or state.expired:
+        return None
+    if state.status == INPROGRESS and (state.lease_ended or state.once_holds):
+        return None
+    if not state.same_payload:
+        return Verdict.CONFLICT
+    if state.status == COMPLETED:
+        return Verdict.DUPLICATE
+    return Verdict.BUSY
 
 
 def claim_condition_holds(old: Record | None, *, now_ms: int, payload_hash: str) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 
 from once import constants as c
 from once.effects import Effects
-from once.invocation import Invocation, Process, class_name, ended, met_before
+from once.invocation import Invocation, Process, ended, met_before
 from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.observability import log_safely
 from once.payload import Parsed, describe_error
@@ -85,6 +85,7 @@ class StagedRunner:
                 message_id=message_id,
                 result=result,
                 effects=effects if effects else None,
+                **at.bridged(record),
             )
 
         failed = RecordResult(message_id, Outcome.FAILED, parsed.key)
@@ -113,9 +114,9 @@ class StagedRunner:
                 "warning",
                 "staged commit failed: the message comes back and commits, or is a duplicate",
                 record_id=stored_as,
-                error=class_name(error),
+                error=describe_error(error),
             )
-            return ended(failed, Outcome.FAILED, class_name(error))
+            return ended(failed, Outcome.FAILED, describe_error(error))
         if isinstance(committed, Rejected):
             return at.rejected(record, parsed, stored_as, committed)
         done = dataclasses.replace(done, fence=committed.fence)
@@ -139,7 +140,10 @@ class StagedRunner:
         at = self.invocation
         try:
             rejected = at.store.staged_refusal(
-                stored_as, payload_hash=parsed.payload_hash, previous_hash=parsed.previous_hash
+                stored_as,
+                payload_hash=parsed.payload_hash,
+                previous_hash=parsed.previous_hash,
+                **at.bridged(record),
             )
         except Exception as error:
             log_safely(
@@ -147,7 +151,7 @@ class StagedRunner:
                 "warning",
                 "record not read",
                 record_id=stored_as,
-                error=class_name(error),
+                error=describe_error(error),
             )
             return None
         if rejected is None:

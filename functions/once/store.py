@@ -11,6 +11,7 @@ every claim condition, because TTL deletes lazily, sometimes days late.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import random
@@ -26,6 +27,7 @@ from once import constants as c
 from once.awserrors import error_code
 from once.effects import Effects, OutboxMessage
 from once.models import Outcome, Record
+from once.powertools import PowertoolsRecord, PowertoolsState
 from once.protocol import (
     CONDITION_FAILED,
     Verdict,
@@ -35,6 +37,7 @@ from once.protocol import (
     judge_claim,
     judge_commit,
     judge_finalize,
+    judge_powertools,
     judge_staged_cancel,
     judge_staged_commit,
     judge_staged_refusal,
@@ -151,6 +154,9 @@ class Claimed:
     fence: int
     takeover: bool
     previous: Record | None
+    #: The message's Powertools record this claim also holds INPROGRESS (``once.powertools``),
+    #: completed with the record's own commit.
+    companion: PowertoolsRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +226,13 @@ class CommitLanded(Exception):
     the SDK's retry was refused). The record is done, with what it staged."""
 
 
+def _companion_item(error: ClientError) -> Any:
+    """A canceled transaction's Powertools record as its element's condition saw it (the
+    element before the record's), if DynamoDB returned it."""
+    reasons: Any = error.response.get("CancellationReasons") or []
+    return reasons[-2].get("Item") if len(reasons) >= 2 else None
+
+
 def _cancellation(error: ClientError) -> tuple[list[str], Record | None]:
     """A canceled transaction's code per element (``"None"``: not a cause) and the record
     the last element's condition saw (``ReturnValuesOnConditionCheckFailure``), if any."""
@@ -286,7 +299,8 @@ def _judged_cancel(error: ClientError, claim: Claimed, effects: Effects) -> bool
     """A canceled commit, judged from each element's cancellation code and the record its
     condition saw: True (mine, it had landed), False (a lost lease), or raised."""
     codes, old = _cancellation(error)
-    verdict = judge_commit(codes, old, me=claim.owner, fence=claim.fence)
+    bridged = claim.companion is not None
+    verdict = judge_commit(codes, old, me=claim.owner, fence=claim.fence, bridged=bridged)
     _raise_unless_judged_by_the_record(verdict, codes, effects)
     return verdict is Verdict.MINE
 
@@ -306,7 +320,13 @@ class Store(Protocol):
     def table_name(self) -> str: ...
 
     def claim(
-        self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        message_id: str,
+        lease_ms: int,
+        companion: PowertoolsRecord | None = None,
     ) -> Claimed | Rejected: ...
 
     def complete(
@@ -329,22 +349,24 @@ class Store(Protocol):
         message_id: str,
         result: str,
         effects: Effects | None = None,
+        companion: PowertoolsRecord | None = None,
     ) -> Committed | Rejected: ...
 
     def staged_refusal(
-        self, record_id: str, *, payload_hash: str, previous_hash: str | None = None
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        previous_hash: str | None = None,
+        companion: PowertoolsRecord | None = None,
     ) -> Rejected | None: ...
 
 
-class RecordStore:
-    """Conditional writes on the idempotency table, one item per business key (``Store``)."""
-
-    #: Complete and fail land only for the claim that still owns the record: same owner,
-    #: same fence, still IN_PROGRESS. The values ``:me``, ``:fence`` and ``:in_progress``
-    #: are always bound.
-    finalize_condition: ClassVar[str] = (
-        "#owner = :me AND #fence = :fence AND #status = :in_progress"
-    )
+class _Requests:
+    """The idempotency table's client and what every write of the store is made of: one
+    conditional ``UpdateItem``, a completing write tried again while DynamoDB calls its
+    refusal transient, a strongly consistent read. ``RecordStore`` writes the design's
+    transitions with them; this class only speaks to DynamoDB."""
 
     def __init__(
         self,
@@ -364,59 +386,6 @@ class RecordStore:
     @property
     def table_name(self) -> str:
         return self._table
-
-    def claim(
-        self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
-    ) -> Claimed | Rejected:
-        """Take the key for ``lease_ms``, bumping the fence; or say why not."""
-        now = self._clock()
-        now_s, now_ms = int(now), int(now * 1000)
-        me = uuid.uuid4().hex
-        values = _claim_values(me, payload_hash, message_id, now) | {
-            ":lease": _n(now_ms + lease_ms),
-            ":expires": _n(claim_expires_at(now_ms, lease_ms, self._retention_s)),
-        }
-        old, rejected = self._write(
-            record_id, _CLAIM_UPDATE, _CLAIM_CONDITION, values, return_old_on_success=True
-        )
-        if not rejected:
-            previous = old if old is not None and old.is_live(now_s) else None
-            fence = (old.fence if old is not None else 0) + 1
-            takeover = is_takeover(previous, retried=False)
-            return Claimed(owner=me, fence=fence, takeover=takeover, previous=previous)
-        assert old is not None  # a failed claim condition implies an existing item
-        verdict = judge_claim(old, me=me, payload_hash=payload_hash)
-        if verdict is Verdict.MINE:
-            # Our claim landed but its response was lost; the SDK retried it. The fence on
-            # the record is ours; what it replaced is no longer visible.
-            takeover = is_takeover(old, retried=True)
-            return Claimed(owner=me, fence=old.fence, takeover=takeover, previous=None)
-        return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
-
-    def complete(
-        self, record_id: str, claim: Claimed, result: str, effects: Effects | None = None
-    ) -> bool:
-        """Mark the record COMPLETED with its result, and commit what the attempt staged with
-        it: its writes in the same transaction, its outbox on the record. False: the lease
-        was lost (nothing of it landed). Raises ``WriteRefused`` or ``CommitCanceled`` when
-        the transaction applied nothing and the record is still the claim's."""
-        now = self._clock()
-        values: dict[str, Any] = {
-            ":completed": _s(c.STATUS_COMPLETED),
-            ":result": _s(result),
-            ":expires": _n(int(now) + self._retention_s),
-            ":now_ms": _n(int(now * 1000)),
-        }
-        update = _COMPLETE_UPDATE
-        if effects is not None and effects.messages:
-            update = _COMPLETE_WITH_OUTBOX_UPDATE
-            values[":outbox"] = _outbox(effects.messages)
-        if effects is None or not effects.writes:
-            plain = functools.partial(
-                self._finalize, record_id, claim, update, values, c.STATUS_COMPLETED
-            )
-            return self._tried(plain)
-        return self._commit(record_id, claim, update, values, effects)
 
     def _tried(self, write: Callable[[], _Ended]) -> _Ended:
         """A completing write, tried again while DynamoDB refuses it for a cause that passes
@@ -438,6 +407,306 @@ class RecordStore:
             self._sleep(random.uniform(0, _COMMIT_BACKOFF_S[tried - 1]))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _write(
+        self,
+        record_id: str,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        *,
+        return_old_on_success: bool = False,
+    ) -> tuple[Record | None, bool]:
+        """One conditional UpdateItem. Returns (old record or None, whether it was rejected)."""
+        request = _update(self._table, record_id, update, condition, values)
+        if return_old_on_success:
+            request["ReturnValues"] = "ALL_OLD"
+        try:
+            response = self._client.update_item(**request)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            item: Any = error.response.get("Item")  # the old item: ALL_OLD
+            return (Record.from_item(item) if item else None), True
+        item = response.get("Attributes")
+        return (Record.from_item(item) if item else None), False
+
+    def get(self, record_id: str) -> Record | None:
+        """Read one record, strongly consistent: what a tool inspecting a key sees. The
+        protocol itself never reads before it writes."""
+        response = self._client.get_item(
+            TableName=self._table, Key={c.ATTR_ID: _s(record_id)}, ConsistentRead=True
+        )
+        item = response.get("Item")
+        return Record.from_item(item) if item else None
+
+    @staticmethod
+    def _adopt(write: Callable[[], object]) -> None:
+        """Complete once's own record with what a Powertools record says was done. The copy
+        is a duplicate whether or not this write lands; where it does not, the key's next
+        copy meets the Powertools record again (or once's claim's lease, then it)."""
+        try:
+            write()
+        except Exception:
+            return
+
+
+class _StagedCommits(_Requests):
+    """The writes of ``effects="staged"`` (``once.staged``): the one commit after business
+    code ran, and the read that judges a copy that ended without it."""
+
+    def commit_staged(
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        message_id: str,
+        result: str,
+        effects: Effects | None = None,
+        companion: PowertoolsRecord | None = None,
+    ) -> Committed | Rejected:
+        """``effects="staged"``: complete the record in one write, after business code ran,
+        under the claim's condition (a new key, an expired record, or a FAILED or
+        lease-expired one with the same payload), bumping the fence as a claim does; with
+        staged writes, or the message's Powertools record (``companion``: written COMPLETED
+        under Powertools' claim condition), one ``TransactWriteItems``, the record last.
+        Refused, it is judged as a refused claim (``Rejected``: DUPLICATE, CONFLICT or BUSY;
+        nothing staged landed; a Powertools DUPLICATE completes once's record with its
+        response, as a claim's does). Raises ``WriteRefused`` or ``CommitCanceled`` when
+        nothing landed for another reason."""
+        now = self._clock()
+        now_ms = int(now * 1000)
+        me = uuid.uuid4().hex
+        values = _claim_values(me, payload_hash, message_id, now) | {
+            ":completed": _s(c.STATUS_COMPLETED),
+            ":result": _s(result),
+            ":expires": _n(int(now) + self._retention_s),
+        }
+        update = _STAGED_UPDATE
+        if effects is not None and effects.messages:
+            update = _STAGED_WITH_OUTBOX_UPDATE
+            values[":outbox"] = _outbox(effects.messages)
+        record = _update(self._table, record_id, update, _CLAIM_CONDITION, values)
+        rejected = functools.partial(_staged_rejected, me=me, at_ms=now_ms)
+        writes = effects or Effects()
+        bridged = (
+            [] if companion is None else [{"Put": companion.completed(result=result, now=now)}]
+        )
+
+        def plain() -> Committed | Rejected:
+            old, refused = self._write(
+                record_id, update, _CLAIM_CONDITION, values, return_old_on_success=True
+            )
+            if refused:
+                assert old is not None  # a failed claim condition implies an existing item
+                return rejected(old, judge_staged_commit(old, me=me, payload_hash=payload_hash))
+            return Committed(owner=me, fence=(old.fence if old is not None else 0) + 1)
+
+        def transaction() -> Committed | Rejected:
+            try:
+                self._client.transact_write_items(
+                    TransactItems=[*writes.writes, *bridged, {"Update": record}],
+                    ClientRequestToken=client_request_token(me, 0),
+                )
+            except ClientError as error:
+                if error_code(error) != "TransactionCanceledException":
+                    raise
+                codes, old = _cancellation(error)
+                state = (
+                    None if companion is None else companion.state(_companion_item(error), now=now)
+                )
+                verdict = judge_staged_cancel(
+                    codes, old, me=me, payload_hash=payload_hash, powertools=state
+                )
+                _raise_unless_judged_by_the_record(verdict, codes, writes)
+                if old is not None and codes[-1] == CONDITION_FAILED:
+                    return rejected(old, verdict)
+                # The Powertools record refused it (judge_staged_cancel).
+                assert companion is not None and state is not None
+                adopt = functools.partial(
+                    self.commit_staged,
+                    record_id,
+                    payload_hash=payload_hash,
+                    message_id=message_id,
+                    result=state.data or "null",
+                )
+                return self._refused_by_powertools(companion, state, verdict, adopt)
+            return Committed(owner=me, fence=None)
+
+        return self._tried(transaction if writes.writes or bridged else plain)
+
+    def _refused_by_powertools(
+        self,
+        companion: PowertoolsRecord,
+        state: PowertoolsState,
+        verdict: Verdict,
+        adopt: Callable[[], object] | None = None,
+    ) -> Rejected:
+        """A staged copy the message's Powertools record refused: its refusal, once a
+        DUPLICATE's response completes once's own record (``adopt``, by ``_adopt``)."""
+        if verdict is Verdict.DUPLICATE and adopt is not None:
+            self._adopt(adopt)
+        return Rejected(
+            outcome=Outcome(verdict.value),
+            record=companion.as_record(state, fence=0),
+            at_ms=int(self._clock() * 1000),
+        )
+
+    def staged_refusal(
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        previous_hash: str | None = None,
+        companion: PowertoolsRecord | None = None,
+    ) -> Rejected | None:
+        """``effects="staged"``: a copy ended without its commit (business code raised, a
+        staged write was refused, the commit was canceled): read the record (strongly
+        consistent) and say whether it refuses the copy first
+        (``protocol.judge_staged_refusal``): a ``Rejected`` (DUPLICATE, CONFLICT or BUSY), or
+        None when the copy's own reason stands. A CONFLICT with a record written under the
+        copy's ``previous_hash`` is judged again under that hash (``protocol.hashed_before``),
+        from the same read. One read, on that path only; with a ``companion``, where once's
+        record lets the copy's reason stand, a second: the message's Powertools record
+        (``protocol.judge_powertools``)."""
+        now = self._clock()
+        now_ms = int(now * 1000)
+        old = self.get(record_id)
+        verdict = judge_staged_refusal(old, now_ms=now_ms, payload_hash=payload_hash)
+        if verdict is Verdict.CONFLICT and old is not None and hashed_before(old, previous_hash):
+            assert previous_hash is not None
+            verdict = judge_staged_refusal(old, now_ms=now_ms, payload_hash=previous_hash)
+        if verdict is Verdict.REFUSED and companion is not None:
+            state = companion.state(self._client.get_item(**companion.read()).get("Item"), now=now)
+            by_powertools = judge_powertools(state)
+            return (
+                None
+                if by_powertools is None
+                else self._refused_by_powertools(companion, state, by_powertools)
+            )
+        if verdict is Verdict.REFUSED:
+            return None
+        assert old is not None
+        return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
+
+
+class RecordStore(_StagedCommits):
+    """Conditional writes on the idempotency table, one item per business key (``Store``)."""
+
+    #: Complete and fail land only for the claim that still owns the record: same owner,
+    #: same fence, still IN_PROGRESS. The values ``:me``, ``:fence`` and ``:in_progress``
+    #: are always bound.
+    finalize_condition: ClassVar[str] = (
+        "#owner = :me AND #fence = :fence AND #status = :in_progress"
+    )
+
+    def claim(
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        message_id: str,
+        lease_ms: int,
+        companion: PowertoolsRecord | None = None,
+    ) -> Claimed | Rejected:
+        """Take the key for ``lease_ms``, bumping the fence; or say why not. With a
+        ``companion``, then take the message's Powertools record too (``_bridge``)."""
+        now = self._clock()
+        now_s, now_ms = int(now), int(now * 1000)
+        me = uuid.uuid4().hex
+        values = _claim_values(me, payload_hash, message_id, now) | {
+            ":lease": _n(now_ms + lease_ms),
+            ":expires": _n(claim_expires_at(now_ms, lease_ms, self._retention_s)),
+        }
+        old, rejected = self._write(
+            record_id, _CLAIM_UPDATE, _CLAIM_CONDITION, values, return_old_on_success=True
+        )
+        if rejected:
+            assert old is not None  # a failed claim condition implies an existing item
+            verdict = judge_claim(old, me=me, payload_hash=payload_hash)
+            if verdict is not Verdict.MINE:
+                return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
+            # Our claim landed but its response was lost; the SDK retried it. The fence on
+            # the record is ours; what it replaced is no longer visible.
+            claimed = Claimed(
+                owner=me, fence=old.fence, takeover=is_takeover(old, retried=True), previous=None
+            )
+        else:
+            previous = old if old is not None and old.is_live(now_s) else None
+            fence = (old.fence if old is not None else 0) + 1
+            takeover = is_takeover(previous, retried=False)
+            claimed = Claimed(owner=me, fence=fence, takeover=takeover, previous=previous)
+        if companion is None:
+            return claimed
+        return self._bridge(record_id, claimed, companion, lease_end_ms=now_ms + lease_ms)
+
+    def _bridge(
+        self, record_id: str, claim: Claimed, companion: PowertoolsRecord, *, lease_end_ms: int
+    ) -> Claimed | Rejected:
+        """Under a claim of once's own record, take the message's Powertools record
+        INPROGRESS for the same lease (``PowertoolsRecord.claim``). Where it refuses the
+        copy (``protocol.judge_powertools``), the claim ends: a DUPLICATE completes once's
+        record with Powertools' response (later copies are duplicates by once's own record,
+        for its retention), a BUSY or CONFLICT fails it (the next copy may claim it again),
+        and the refusal is returned. An error fails it too, and is raised."""
+        now = self._clock()
+        try:
+            self._client.put_item(
+                **companion.claim(me=claim.owner, now=now, lease_end_ms=lease_end_ms)
+            )
+        except ClientError as error:
+            code = error_code(error)
+            if code != "ConditionalCheckFailedException":
+                self._release(record_id, claim, f"{c.REASON_POWERTOOLS}: {code}")
+                raise
+            item: Any = error.response.get("Item")  # the old item: ALL_OLD
+            state = companion.state(item, now=now)
+            verdict = judge_powertools(state) or Verdict.BUSY  # a clock race: retry later
+            held = companion.as_record(state, fence=claim.fence)
+            if verdict is Verdict.DUPLICATE:
+                self._adopt(
+                    functools.partial(self.complete, record_id, claim, state.data or "null")
+                )
+            else:
+                self._release(record_id, claim, f"{c.REASON_POWERTOOLS}: {verdict.value}")
+            return Rejected(outcome=Outcome(verdict.value), record=held, at_ms=int(now * 1000))
+        except Exception:
+            self._release(record_id, claim, c.REASON_POWERTOOLS)
+            raise
+        return dataclasses.replace(claim, companion=companion)
+
+    def _release(self, record_id: str, claim: Claimed, error: str) -> None:
+        """Fail a claim whose Powertools record was not taken, so that the next copy may
+        claim the key at once. Where this write fails too, the claim's lease frees the key."""
+        try:
+            self.fail(record_id, claim, error)
+        except Exception:
+            return
+
+    def complete(
+        self, record_id: str, claim: Claimed, result: str, effects: Effects | None = None
+    ) -> bool:
+        """Mark the record COMPLETED with its result, and commit what the attempt staged with
+        it: its writes in the same transaction, its outbox on the record. False: the lease
+        was lost (nothing of it landed). Raises ``WriteRefused`` or ``CommitCanceled`` when
+        the transaction applied nothing and the record is still the claim's."""
+        now = self._clock()
+        values: dict[str, Any] = {
+            ":completed": _s(c.STATUS_COMPLETED),
+            ":result": _s(result),
+            ":expires": _n(int(now) + self._retention_s),
+            ":now_ms": _n(int(now * 1000)),
+        }
+        update = _COMPLETE_UPDATE
+        if effects is not None and effects.messages:
+            update = _COMPLETE_WITH_OUTBOX_UPDATE
+            values[":outbox"] = _outbox(effects.messages)
+        if claim.companion is None and (effects is None or not effects.writes):
+            plain = functools.partial(
+                self._finalize, record_id, claim, update, values, c.STATUS_COMPLETED
+            )
+            return self._tried(plain)
+        return self._commit(record_id, claim, update, values, effects or Effects())
+
     def _commit(
         self,
         record_id: str,
@@ -446,15 +715,21 @@ class RecordStore:
         values: dict[str, Any],
         effects: Effects,
     ) -> bool:
-        """The staged writes and the record's completion in one TransactWriteItems, the
-        record last, its element under the finalize condition."""
+        """The staged writes, the Powertools record's completion (with a companion) and the
+        record's completion in one TransactWriteItems, the record last, its element under
+        the finalize condition."""
         values |= _fenced(claim)
         record = _update(self._table, record_id, update, self.finalize_condition, values)
+        bridged = []
+        if claim.companion is not None:
+            result = values[":result"]["S"]
+            completed = claim.companion.complete(me=claim.owner, result=result, now=self._clock())
+            bridged.append({"Update": completed})
         # One request for every try: DynamoDB takes its token (ClientRequestToken) again
         # only with the same parameters, and answers a retry of a commit that landed as the
         # commit itself.
         request = {
-            "TransactItems": [*effects.writes, {"Update": record}],
+            "TransactItems": [*effects.writes, *bridged, {"Update": record}],
             "ClientRequestToken": client_request_token(claim.owner, claim.fence),
         }
 
@@ -487,86 +762,6 @@ class RecordStore:
             condition = _CLEAR_CONDITION
         _, rejected = self._write(record_id, _CLEAR_UPDATE, condition, values)
         return not rejected
-
-    def commit_staged(
-        self,
-        record_id: str,
-        *,
-        payload_hash: str,
-        message_id: str,
-        result: str,
-        effects: Effects | None = None,
-    ) -> Committed | Rejected:
-        """``effects="staged"``: complete the record in one write, after business code ran,
-        under the claim's condition (a new key, an expired record, or a FAILED or
-        lease-expired one with the same payload), bumping the fence as a claim does; with
-        staged writes, one ``TransactWriteItems``, the record last. Refused, it is judged
-        as a refused claim (``Rejected``: DUPLICATE, CONFLICT or BUSY; nothing staged
-        landed). Raises ``WriteRefused`` or ``CommitCanceled`` when nothing landed for
-        another reason."""
-        now = self._clock()
-        now_ms = int(now * 1000)
-        me = uuid.uuid4().hex
-        values = _claim_values(me, payload_hash, message_id, now) | {
-            ":completed": _s(c.STATUS_COMPLETED),
-            ":result": _s(result),
-            ":expires": _n(int(now) + self._retention_s),
-        }
-        update = _STAGED_UPDATE
-        if effects is not None and effects.messages:
-            update = _STAGED_WITH_OUTBOX_UPDATE
-            values[":outbox"] = _outbox(effects.messages)
-        record = _update(self._table, record_id, update, _CLAIM_CONDITION, values)
-        rejected = functools.partial(_staged_rejected, me=me, at_ms=now_ms)
-
-        def plain() -> Committed | Rejected:
-            old, refused = self._write(
-                record_id, update, _CLAIM_CONDITION, values, return_old_on_success=True
-            )
-            if refused:
-                assert old is not None  # a failed claim condition implies an existing item
-                return rejected(old, judge_staged_commit(old, me=me, payload_hash=payload_hash))
-            return Committed(owner=me, fence=(old.fence if old is not None else 0) + 1)
-
-        def transaction() -> Committed | Rejected:
-            assert effects is not None
-            try:
-                self._client.transact_write_items(
-                    TransactItems=[*effects.writes, {"Update": record}],
-                    ClientRequestToken=client_request_token(me, 0),
-                )
-            except ClientError as error:
-                if error_code(error) != "TransactionCanceledException":
-                    raise
-                codes, old = _cancellation(error)
-                verdict = judge_staged_cancel(codes, old, me=me, payload_hash=payload_hash)
-                _raise_unless_judged_by_the_record(verdict, codes, effects)
-                assert old is not None
-                return rejected(old, verdict)
-            return Committed(owner=me, fence=None)
-
-        return self._tried(transaction if effects is not None and effects.writes else plain)
-
-    def staged_refusal(
-        self, record_id: str, *, payload_hash: str, previous_hash: str | None = None
-    ) -> Rejected | None:
-        """``effects="staged"``: a copy ended without its commit (business code raised, a
-        staged write was refused, the commit was canceled): read the record (strongly
-        consistent) and say whether it refuses the copy first
-        (``protocol.judge_staged_refusal``): a ``Rejected`` (DUPLICATE, CONFLICT or BUSY), or
-        None when the copy's own reason stands. A CONFLICT with a record written under the
-        copy's ``previous_hash`` is judged again under that hash (``protocol.hashed_before``),
-        from the same read. One read, on that path only."""
-        now_ms = int(self._clock() * 1000)
-        old = self.get(record_id)
-        verdict = judge_staged_refusal(old, now_ms=now_ms, payload_hash=payload_hash)
-        if verdict is Verdict.CONFLICT and old is not None and hashed_before(old, previous_hash):
-            assert previous_hash is not None
-            verdict = judge_staged_refusal(old, now_ms=now_ms, payload_hash=previous_hash)
-        if verdict is Verdict.REFUSED:
-            return None
-        assert old is not None
-        return Rejected(outcome=Outcome(verdict.value), record=old, at_ms=now_ms)
 
     def fail(
         self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None
@@ -602,35 +797,3 @@ class RecordStore:
         if verdict is Verdict.LANDED:
             raise CommitLanded(record_id)
         return verdict is Verdict.MINE
-
-    def _write(
-        self,
-        record_id: str,
-        update: str,
-        condition: str,
-        values: dict[str, Any],
-        *,
-        return_old_on_success: bool = False,
-    ) -> tuple[Record | None, bool]:
-        """One conditional UpdateItem. Returns (old record or None, whether it was rejected)."""
-        request = _update(self._table, record_id, update, condition, values)
-        if return_old_on_success:
-            request["ReturnValues"] = "ALL_OLD"
-        try:
-            response = self._client.update_item(**request)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            item: Any = error.response.get("Item")  # the old item: ALL_OLD
-            return (Record.from_item(item) if item else None), True
-        item = response.get("Attributes")
-        return (Record.from_item(item) if item else None), False
-
-    def get(self, record_id: str) -> Record | None:
-        """Read one record, strongly consistent: what a tool inspecting a key sees. The
-        protocol itself never reads before it writes."""
-        response = self._client.get_item(
-            TableName=self._table, Key={c.ATTR_ID: _s(record_id)}, ConsistentRead=True
-        )
-        item = response.get("Item")
-        return Record.from_item(item) if item else None

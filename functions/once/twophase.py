@@ -20,7 +20,7 @@ from typing import Any
 
 from once import constants as c
 from once.effects import Effects
-from once.invocation import Invocation, Process, class_name, ended, met_before
+from once.invocation import Invocation, Process, ended, met_before
 from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.observability import log_safely
 from once.payload import Parsed, describe_error
@@ -72,9 +72,12 @@ class TwoPhaseRunner:
                 payload_hash=parsed.payload_hash,
                 message_id=message_id,
                 lease_ms=at.lease_ms(),
+                **at.bridged(record),
             )
         except Exception as error:  # DynamoDB unreachable or throttled past retries
-            return RecordResult(message_id, Outcome.FAILED, parsed.key, reason=class_name(error))
+            return RecordResult(
+                message_id, Outcome.FAILED, parsed.key, reason=describe_error(error)
+            )
         if isinstance(claim, Rejected):
             if met_before(claim, parsed):
                 return self.run(record, parsed.under_previous_hash())
@@ -239,7 +242,7 @@ class TwoPhaseRunner:
                 "finalize failed",
                 record_id=held.record_id,
                 fence=held.claim.fence,
-                error=class_name(error),
+                error=describe_error(error),
             )
             return None
 

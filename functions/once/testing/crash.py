@@ -50,6 +50,7 @@ from once.awserrors import Sent
 from once.effects import Effects, OutboxMessage
 from once.models import Record
 from once.outbox import Outbox
+from once.powertools import PowertoolsRecord
 from once.quarantine import Quarantine
 from once.store import Claimed, Committed, RecordStore, Rejected
 
@@ -203,11 +204,21 @@ class CrashingStore:
         self._store._sleep = sleep
 
     def claim(
-        self, record_id: str, *, payload_hash: str, message_id: str, lease_ms: int
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        message_id: str,
+        lease_ms: int,
+        companion: PowertoolsRecord | None = None,
     ) -> Claimed | Rejected:
         with self._switch.call():
             claimed = self._store.claim(
-                record_id, payload_hash=payload_hash, message_id=message_id, lease_ms=lease_ms
+                record_id,
+                payload_hash=payload_hash,
+                message_id=message_id,
+                lease_ms=lease_ms,
+                companion=companion,
             )
         if isinstance(claimed, Claimed):
             self._switch.business_starts()
@@ -235,6 +246,7 @@ class CrashingStore:
         message_id: str,
         result: str,
         effects: Effects | None = None,
+        companion: PowertoolsRecord | None = None,
     ) -> Committed | Rejected:
         # effects="staged": business code ran before any call (there is no claim to die
         # after); the commit is its finalize.
@@ -246,6 +258,7 @@ class CrashingStore:
                 message_id=message_id,
                 result=result,
                 effects=effects,
+                companion=companion,
             )
         self._switch.reached(BEFORE_FINALIZE)
         return committed
@@ -260,11 +273,19 @@ class CrashingStore:
         return self._finalize_or_die(write, record_id, claim, error, business_ran=ran)
 
     def staged_refusal(
-        self, record_id: str, *, payload_hash: str, previous_hash: str | None = None
+        self,
+        record_id: str,
+        *,
+        payload_hash: str,
+        previous_hash: str | None = None,
+        companion: PowertoolsRecord | None = None,
     ) -> Rejected | None:
-        with self._switch.call():  # its one read
+        with self._switch.call():  # its read (two with a companion)
             return self._store.staged_refusal(
-                record_id, payload_hash=payload_hash, previous_hash=previous_hash
+                record_id,
+                payload_hash=payload_hash,
+                previous_hash=previous_hash,
+                companion=companion,
             )
 
     def get(self, record_id: str) -> Record | None:
