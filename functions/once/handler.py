@@ -35,7 +35,7 @@ from once.invocation import Process, Settings
 from once.models import BatchResult, Outcome, RecordResult
 from once.observability import log_safely, logger, name_service, publish, subsegment
 from once.outbox import Outbox
-from once.payload import WHOLE_BODY, BodyReader
+from once.payload import WHOLE_BODY, BodyReader, describe_error
 from once.powertools import PowertoolsBridge
 from once.processor import BatchProcessor
 from once.quarantine import Quarantine
@@ -305,12 +305,12 @@ class Handler:
                 logger,
                 "error",
                 "batch aborted; every record will be redelivered",
-                error=type(error).__name__,
+                error=describe_error(error),
                 stack=traceback.format_tb(error.__traceback__),
             )
             handled = [
                 RecordResult(
-                    r.message_id, Outcome.FAILED, reason=type(error).__name__, internal_error=True
+                    r.message_id, Outcome.FAILED, reason=describe_error(error), internal_error=True
                 )
                 for r in records
             ]
@@ -323,7 +323,7 @@ class Handler:
         try:
             publish(handled)
         except Exception as error:
-            log_safely(logger, "error", "metrics not published", error=type(error).__name__)
+            log_safely(logger, "error", "metrics not published", error=describe_error(error))
         if self._visibility is None:
             return
         try:
@@ -341,7 +341,7 @@ class Handler:
                 logger,
                 "error",
                 "visibility not changed: the records come back after the queue's timeout",
-                error=type(error).__name__,
+                error=describe_error(error),
             )
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, list[dict[str, str]]]:

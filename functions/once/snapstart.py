@@ -44,6 +44,7 @@ import weakref
 from typing import Protocol
 
 from once.observability import log_safely, logger
+from once.payload import describe_error
 
 #: The Lambda runtime's hook registry (on PyPI as ``snapshot-restore-py``).
 RUNTIME_HOOKS_MODULE = "snapshot_restore_py"
@@ -98,7 +99,7 @@ def _prime(handler: Primable, when: str) -> None:
         if not handler.prime():
             log_safely(logger, "warning", f"not primed {when}: configuration incomplete")
     except Exception as error:
-        log_safely(logger, "warning", f"not primed {when}", error=type(error).__name__)
+        log_safely(logger, "warning", f"not primed {when}", error=describe_error(error))
 
 
 def before_snapshot() -> None:

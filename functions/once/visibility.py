@@ -21,6 +21,7 @@ from typing import Any
 from once.backoff import Backoff, source_queue_url
 from once.models import Outcome, RecordResult
 from once.observability import log_safely
+from once.payload import describe_error
 from once.sqsrecord import SqsRecord
 
 #: SQS takes at most ten entries per ChangeMessageVisibilityBatch.
@@ -98,7 +99,7 @@ class Visibility:
                 "warning",
                 "visibility change failed: the records come back after the queue's timeout",
                 records=len(entries),
-                error=type(error).__name__,
+                error=describe_error(error),
             )
             return
         failed = response.get("Failed") or []

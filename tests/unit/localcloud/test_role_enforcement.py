@@ -534,3 +534,36 @@ def test_a_put_with_an_acl_or_tags_needs_their_action_too(
     also = {"Effect": "Allow", "Action": f"s3:{action}", "Resource": BUCKET_OBJECTS}
     assert _policy(put).authorize("s3", "PutObject", params) is not None
     assert _policy(put, also).authorize("s3", "PutObject", params) is None
+
+
+@pytest.mark.parametrize(
+    ("effects", "reason"),
+    [
+        # The claim, denied: the error as described everywhere.
+        ("any", "ClientError (AccessDeniedException, HTTP 400)"),
+        # The one commit, denied: certainly landed nothing, with AWS's code.
+        ("staged", "COMMIT_FAILED: commit canceled: AccessDeniedException"),
+    ],
+)
+def test_once_s_own_write_that_the_role_denies_says_aws_s_code(template, effects, reason):
+    """once's own write to its table, denied by the function's role (the table's grant names
+    another table), is reported as every error is (docs/handler.md): its class, AWS's code
+    and the HTTP status, never a bare class."""
+    from once import make_handler
+    from once.models import Outcome
+    from once.testing import OnceEnv
+
+    with OnceEnv() as env:
+        env.role = role_of(
+            template,
+            names={
+                _logical(template, "AWS::DynamoDB::Table", "OrdersTable"): "another-table",
+                _logical(template, "AWS::SQS::Queue", "OrdersDlq"): env.dlq_url,
+            },
+        )
+        handler = make_handler(lambda body, attempt: "done", key="orderId", effects=effects)
+        delivered = env.deliver(handler, [{"orderId": "o-1"}])
+
+        assert delivered.outcomes == [Outcome.FAILED]
+        (result,) = delivered.results
+        assert result is not None and result.reason == reason
