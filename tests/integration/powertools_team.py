@@ -122,7 +122,13 @@ def bridge(build: PowertoolsBuild, *, validation: str = "", **more: Any) -> Powe
 
 
 def once_build(
-    ledger: str, table: str, powertools: PowertoolsBridge, *, effects: str = "any", **more: Any
+    ledger: str,
+    table: str,
+    powertools: PowertoolsBridge,
+    *,
+    effects: str = "any",
+    key_prefix: str = "subscriptions",
+    **more: Any,
 ) -> Handler:
     """The renewals consumer on once: the charge is staged with the record (both modes)."""
 
@@ -134,7 +140,7 @@ def once_build(
         renew,
         key="renewalId",
         table_name=table,
-        key_prefix="subscriptions",
+        key_prefix=key_prefix,
         effects=effects,  # type: ignore[arg-type]
         powertools=powertools,
         **more,
