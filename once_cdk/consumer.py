@@ -13,7 +13,7 @@ so that an app holding an ``OnceConsumer`` inherits no finding.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from once import constants as c
+from once import event_filters
 from once.backoff import Backoff, to_env
 from once_cdk import existing_queue, permissions
 from once_cdk.bundling import (
@@ -119,6 +120,20 @@ def snap_start_problem(snap_start: object, runtime: lambda_.Runtime) -> str | No
     return None
 
 
+#: The warning for more filters than Lambda's default quota per mapping; acknowledge it once
+#: the account's quota was raised.
+FILTERS_ABOVE_DEFAULT_QUOTA = "once-cdk:filtersAboveDefaultQuota"
+
+
+def _filter_criteria(settings: ConsumerSettings) -> dict[str, Any]:
+    """The mapping's ``filters`` argument: each pattern's text as once checked it (not
+    ``FilterCriteria.filter``'s, which Node writes: once_env and the local cloud match the
+    text deployed), or nothing at all, so that a consumer without filters keeps its
+    template."""
+    texts = settings.filter_patterns
+    return {"filters": [{"pattern": text} for text in texts]} if texts else {}
+
+
 def _poller_config(pollers: tuple[int, int] | None) -> lambda_.ProvisionedPollerConfig | None:
     """Provisioned mode's (minimum, maximum) event pollers, or None for Lambda's scaling."""
     if pollers is None:
@@ -137,7 +152,8 @@ class OnceConsumer(Construct):
     must not be typed (the visibility timeout, ``maxReceiveCount`` from ``backoff``, which
     it also passes to the function, the retentions) and refuses at synth a setting that
     breaks a rule, naming it. Every argument, what it derives and why, an existing queue
-    (``queue=``), the opt-in mapping settings and SnapStart: docs/construct.md."""
+    (``queue=``), the opt-in mapping settings, the mapping's ``filters`` and SnapStart:
+    docs/construct.md."""
 
     def __init__(
         self,
@@ -164,6 +180,7 @@ class OnceConsumer(Construct):
         event_count_metrics: bool = False,
         snap_start: bool = False,
         queue: sqs.IQueue | None = None,
+        filters: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         # Everything is checked before the construct joins the tree: a refused setting
         # leaves no half-built consumer behind.
@@ -182,6 +199,7 @@ class OnceConsumer(Construct):
             backoff=backoff,
             provisioned_pollers=provisioned_pollers,
             event_count_metrics=event_count_metrics,
+            filters=filters,
         )
         existing = (
             None if queue is None else existing_queue.read(queue, settings, max_receive_count)
@@ -311,7 +329,9 @@ class OnceConsumer(Construct):
                 if settings.event_count_metrics
                 else None
             ),
+            **_filter_criteria(settings),
         )
+        self._warn_of_filter_quota(settings)
         # The mapping polls with the role: create it only once the role may read the queue.
         self.mapping.node.add_dependency(self.role)
 
@@ -330,6 +350,21 @@ class OnceConsumer(Construct):
         self.alarms = monitoring.alarms
         self.dashboard = monitoring.dashboard
         self._acknowledge_findings()
+
+    def _warn_of_filter_quota(self, settings: ConsumerSettings) -> None:
+        """More patterns than Lambda's default quota deploy only where the account's quota
+        was raised (up to 10): a warning, not a refusal, since synth cannot read the quota."""
+        count = len(settings.filter_patterns)
+        if count > event_filters.DEFAULT_MAX_FILTERS:
+            Annotations.of(self).add_warning_v2(
+                FILTERS_ABOVE_DEFAULT_QUOTA,
+                f"OnceConsumer {self.node.path} has {count} filters, above Lambda's default "
+                f"quota of {event_filters.DEFAULT_MAX_FILTERS} per event source mapping: the "
+                "deploy fails unless the account's quota was raised (Service Quotas, up to "
+                f'{event_filters.MAX_FILTERS}). Raise it, or join patterns with "$or"; then '
+                "acknowledge this warning: Annotations.of(consumer).acknowledge_warning("
+                f"'{FILTERS_ABOVE_DEFAULT_QUOTA}')",
+            )
 
     def _queues(self, settings: ConsumerSettings) -> tuple[sqs.Queue, sqs.Queue]:
         """The DLQ and the source queue: encrypted, TLS only, FIFO together or not at all."""

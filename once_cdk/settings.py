@@ -17,6 +17,7 @@ import re
 from typing import Final
 
 from once import constants as c
+from once import event_filters
 from once.backoff import Backoff
 
 #: SQS hides a message for at least this many function timeouts (AWS's guidance for Lambda
@@ -51,7 +52,10 @@ MIN_MEMORY_MB: Final = 128
 MAX_MEMORY_MB: Final = 10_240
 #: The service name prefixes every record key and names the metrics: short and plain.
 SERVICE_NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-#: Environment variables the construct sets itself; ``environment=`` may not override them.
+#: Environment variables the construct sets itself from its resources and arguments;
+#: ``environment=`` may not override them. It sets ``POWERTOOLS_METRICS_NAMESPACE`` too, but
+#: to the one ``environment=`` gives, if any (else ``Once``): the function's metrics, the
+#: alarms and the dashboard then read that namespace (``OnceConsumer``).
 RESERVED_ENVIRONMENT: Final = (
     c.ENV_TABLE_NAME,
     c.ENV_DLQ_URL,
@@ -173,6 +177,9 @@ class ConsumerSettings:
     provisioned_pollers: tuple[int, int] | None = None
     #: The mapping's EventCount metrics (MetricsConfig), off unless asked for.
     event_count_metrics: bool = False
+    #: The mapping's filter patterns (a list of dicts, Lambda's syntax), or None: every
+    #: message is delivered. Checked against Lambda's rules (``once.event_filters``).
+    filters: object = None
     #: An existing source queue's visibility timeout and retention (``queue=``), as read
     #: from it and checked by ``once_cdk.existing_queue``; None: the construct builds the
     #: queue, with the derived visibility timeout and SQS's default retention.
@@ -213,6 +220,8 @@ class ConsumerSettings:
                 f"event_count_metrics={self.event_count_metrics!r}: pass True to have the "
                 "mapping publish its EventCount metrics, or False (the default)"
             )
+        if self.filters is not None:
+            found += event_filters.problems(self.filters)
         reserved = sorted(set(self.environment) & set(RESERVED_ENVIRONMENT))
         if reserved:
             found.append(
@@ -423,6 +432,13 @@ class ConsumerSettings:
             f"visibility timeouts takes at least {passing.start} receives, and at most "
             f"{passing.stop - 1} fit SQS's limit and the queue's retention; {change}"
         )
+
+    @property
+    def filter_patterns(self) -> tuple[str, ...]:
+        """Each filter as the mapping's ``Filter.Pattern`` holds it (none without filters)."""
+        if self.filters is None:
+            return ()
+        return tuple(event_filters.pattern_text(p) for p in event_filters.patterns(self.filters))
 
     @property
     def visibility_timeout_s(self) -> int:

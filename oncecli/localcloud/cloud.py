@@ -54,7 +54,7 @@ from oncecli.localcloud.engines import (
     check_port_free,
     enter_private_netns,
 )
-from oncecli.localcloud.mapping import FunctionConfig, Mapping, MappingConfig
+from oncecli.localcloud.mapping import FunctionConfig, Mapping, MappingConfig, filters_of
 from oncecli.localcloud.template import (
     AlarmResource,
     ConsumerFound,
@@ -509,6 +509,7 @@ class LocalCloud:
             in props.get("FunctionResponseTypes", []),
             visibility_timeout_s=int(attributes["VisibilityTimeout"]),
             max_receive_count=int(redrive["maxReceiveCount"]) if redrive else None,
+            filters=filters_of(props, f"{found.stack}/{found.mapping_id}"),
         )
 
     def consumer(self, stack: str | None = None, name: str | None = None) -> Consumer:

@@ -3,10 +3,13 @@
 Why our own: moto's mapping invokes Lambda through Docker (absent here) and bumps receive
 counts on every SendMessage, so the local cloud strips it from the template and this module
 plays its part, with the settings the template gave it: batch size, batching window,
-maximum concurrency, ReportBatchItemFailures; the queue keeps its own visibility timeout
-and redrive policy (maxReceiveCount), which SQS, not the mapping, applies on receive.
+maximum concurrency, ReportBatchItemFailures, FilterCriteria; the queue keeps its own
+visibility timeout and redrive policy (maxReceiveCount), which SQS, not the mapping, applies
+on receive.
 
-Per invocation: receive up to the batch size (waiting at most the batching window), invoke
+Per invocation: receive up to the batch size (waiting at most the batching window), delete
+each message no filter keeps without invoking for it (``once.event_filters``: Lambda's event
+filtering, the rule ``once_env`` applies too), invoke
 one warm worker with the SQS event and a deadline of the function timeout, delete what the
 response says succeeded (``once.batchresponse``: Lambda's rule, the one the test kit applies
 too), and leave the rest to reappear after the
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
+from once import event_filters
 from once.batchresponse import decide, parse
 from oncecli.errors import EngineFailed
 from oncecli.localcloud.invocation import Invocation, serve
@@ -73,6 +77,9 @@ class MappingConfig:
     report_batch_item_failures: bool = False
     visibility_timeout_s: int = 30
     max_receive_count: int | None = None
+    #: The mapping's filter patterns (``FilterCriteria``, read with
+    #: ``once.event_filters.from_criteria``); none: every message is delivered.
+    filters: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -90,7 +97,20 @@ class Stats:
     busy_s: float = 0.0
     reasons: Counter[str] = field(default_factory=Counter)
     deleted_ids: set[str] = field(default_factory=set)
+    #: Messages no filter kept, deleted without an invocation.
+    filtered: int = 0
+    filtered_ids: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+def filters_of(properties: dict[str, Any], where: str) -> tuple[dict[str, Any], ...]:
+    """The filter patterns of a mapping, from its template properties (``FilterCriteria``,
+    each ``Pattern`` a JSON text); none without. One Lambda would refuse (a template changed
+    past the construct's checks) fails the deploy here, as it would on AWS."""
+    try:
+        return event_filters.from_criteria(properties.get("FilterCriteria"))
+    except event_filters.FiltersRefused as error:
+        raise EngineFailed(f"the event source mapping {where}: {error}") from None
 
 
 def event_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
@@ -280,7 +300,8 @@ class Mapping:
         self.stop()
 
     def _receive(self, sqs: Any) -> list[dict[str, Any]]:
-        """Fill one batch: up to the batch size, within the batching window."""
+        """Fill one batch: up to the batch size, within the batching window, with the
+        messages a filter keeps (the others deleted as they arrive)."""
         batch: list[dict[str, Any]] = []
         window_ends = None
         while len(batch) < self.config.batch_size and not self._stop.is_set():
@@ -302,6 +323,8 @@ class Mapping:
                 MessageAttributeNames=["All"],
             )
             messages = response.get("Messages", [])
+            if self.config.filters:
+                messages = self._filtered(sqs, messages)
             if messages and not batch:
                 window_ends = time.monotonic() + self.config.batching_window_s
             batch.extend(messages)
@@ -330,6 +353,37 @@ class Mapping:
                 with self.stats.lock:
                     self.stats.in_flight -= 1
 
+    def _filtered(self, sqs: Any, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The received messages a filter keeps. The others are deleted without an
+        invocation, as Lambda's event filtering removes them from the queue; they never join
+        a batch, so a batch of nothing but them invokes nothing."""
+        config = self.config
+        kept: list[dict[str, Any]] = []
+        dropped: list[dict[str, Any]] = []
+        for message in batch:
+            record = event_record(message, config.queue_arn, config.region)
+            (kept if event_filters.keeps(config.filters, record) else dropped).append(message)
+        deleted = self._delete(sqs, {m["MessageId"]: m["ReceiptHandle"] for m in dropped})
+        with self.stats.lock:
+            self.stats.filtered += len(deleted)
+            self.stats.filtered_ids.update(deleted)
+        return kept
+
+    def _delete(self, sqs: Any, receipts: dict[str, str]) -> list[str]:
+        """Delete these messages (id: receipt handle), ten a request; the ids deleted."""
+        ids = list(receipts)
+        deleted: list[str] = []
+        for start in range(0, len(ids), 10):
+            chunk = ids[start : start + 10]
+            result = sqs.delete_message_batch(
+                QueueUrl=self.config.queue_url,
+                Entries=[
+                    {"Id": str(n), "ReceiptHandle": receipts[mid]} for n, mid in enumerate(chunk)
+                ],
+            )
+            deleted.extend(chunk[int(ok["Id"])] for ok in result.get("Successful", []))
+        return deleted
+
     def _invoke(self, sqs: Any, worker: Worker, batch: list[dict[str, Any]]) -> None:
         event = {
             "Records": [event_record(m, self.config.queue_arn, self.config.region) for m in batch]
@@ -344,16 +398,7 @@ class Mapping:
             report_batch_item_failures=self.config.report_batch_item_failures,
         )
         receipts = {m["MessageId"]: m["ReceiptHandle"] for m in batch}
-        deleted: list[str] = []
-        for start in range(0, len(decision.delete), 10):
-            chunk = decision.delete[start : start + 10]
-            result = sqs.delete_message_batch(
-                QueueUrl=self.config.queue_url,
-                Entries=[
-                    {"Id": str(n), "ReceiptHandle": receipts[mid]} for n, mid in enumerate(chunk)
-                ],
-            )
-            deleted.extend(chunk[int(ok["Id"])] for ok in result.get("Successful", []))
+        deleted = self._delete(sqs, {mid: receipts[mid] for mid in decision.delete})
         with self.stats.lock:
             self.stats.invocations += 1
             self.stats.busy_s += took
@@ -379,6 +424,7 @@ class Mapping:
                 "full_failures": s.full_failures,
                 "timeouts": s.timeouts,
                 "crashes": s.crashes,
+                "filtered": s.filtered,
                 "concurrency": self.concurrency,
                 "reasons": dict(s.reasons),
                 "mean_invocation_ms": round(1000 * s.busy_s / max(1, s.invocations)),

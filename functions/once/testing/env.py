@@ -17,9 +17,11 @@ the queue is decided, as Lambda decides it, from what the outermost callable ret
 (``once.batchresponse``, the rule the local cloud applies too), not from those outcomes: a
 wrapper that drops once's response (returns ``None`` or ``{}``) has every message of the
 batch deleted, a failed one too, as on AWS, and the kit warns (``DroppedResponseWarning``,
-``Delivery.lost``). Leaving the
-environment unbinds every handler it ran, so a module-level handler is whole again for the
-next test.
+``Delivery.lost``). With ``filters`` (the mapping's, as ``OnceConsumer(filters=)`` takes
+them), a message no filter keeps is deleted without an invocation, as Lambda's event
+filtering deletes it (``once.event_filters``, the rule the local cloud applies too). Leaving
+the environment unbinds every handler it ran, so a module-level handler is whole again for
+the next test.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from once import constants as c
+from once import event_filters
 from once.batchresponse import Decision, decide, judge
 from once.handler import Handler
 from once.models import BatchResult, Outcome, Record, RecordResult, record_id
@@ -132,9 +135,10 @@ class Delivery:
 
     ``results[i]`` is how ``bodies[i]`` ended, as the handler's ``handle`` reported it
     (``once.models.RecordResult``: outcome, key, fence, takeover, reason), or ``None`` when
-    its invocation was killed. ``outcomes[i]`` is its ``Outcome`` (a ``StrEnum``: it equals
-    ``"processed"``, ``"duplicate"``...). ``batch_item_failures`` are the message ids Lambda
-    leaves for redelivery by the handler's response, read by Lambda's rule
+    its invocation was killed, or when no filter kept it (``filtered_out``). ``outcomes[i]``
+    is its ``Outcome`` (a ``StrEnum``: it equals ``"processed"``, ``"duplicate"``...).
+    ``batch_item_failures`` are the message ids Lambda leaves for redelivery by the
+    handler's response, read by Lambda's rule
     (``once.batchresponse``): those it lists, or every message of a batch whose response
     Lambda cannot read; a killed invocation reports nothing, and SQS redelivers all of its
     messages. What Lambda deletes is decided from that response, not from the outcomes.
@@ -159,6 +163,9 @@ class Delivery:
     #: ``None`` or ``{}``: "success" by Lambda's rule): on AWS they are lost. The kit warns
     #: (``DroppedResponseWarning``) when there are any.
     lost: list[str] = field(default_factory=list)
+    #: Messages no filter of ``OnceEnv.filters`` kept: deleted from the queue without an
+    #: invocation, never in the DLQ, as Lambda's event filtering does.
+    filtered_out: list[str] = field(default_factory=list)
 
     @property
     def timed_out(self) -> bool:
@@ -169,7 +176,8 @@ class Delivery:
 
     @property
     def outcomes(self) -> list[Outcome | None]:
-        """The ``Outcome`` of each body, in order (``None``: its invocation was killed)."""
+        """The ``Outcome`` of each body, in order (``None``: its invocation was killed, or
+        no filter kept it)."""
         return [r.outcome if r is not None else None for r in self.results]
 
     @property
@@ -227,10 +235,13 @@ class OnceEnv:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         max_receive_count: int | None = None,
         role: Any = None,
+        filters: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """``timeout_s``: the function timeout (an invocation still running at its deadline
         is killed); ``max_receive_count``: the source queues' redrive policy (None: none, a
-        message comes back as often as the test delivers it)."""
+        message comes back as often as the test delivers it); ``filters``: the mapping's
+        filter patterns, as ``OnceConsumer(filters=)`` takes them (None: every message is
+        delivered)."""
         if max_receive_count is not None and max_receive_count < 1:
             raise ValueError(f"max_receive_count must be at least 1 (got {max_receive_count})")
         self.timeout_s = timeout_s
@@ -241,6 +252,8 @@ class OnceEnv:
         #: (``once[local]``). None: calls are not judged. May be set after entering, once
         #: ``table_name`` and ``dlq_url`` are known to name the template's resources.
         self.role = role
+        self._patterns: tuple[dict[str, Any], ...] = ()
+        self.filters = filters
         self.clock = Clock()
         self.table_name = TABLE_NAME
         self.dlq_url = ""
@@ -257,6 +270,18 @@ class OnceEnv:
         self._tables = {TABLE_NAME}
         self._dlqs: list[str] = []
         self._function_arn = ""
+
+    @property
+    def filters(self) -> tuple[dict[str, Any], ...] | None:
+        """The mapping's filter patterns, as Lambda reads them (None: no filtering). Set
+        them as ``OnceConsumer(filters=)`` takes them, before or after entering, and
+        ``deliver`` deletes each message none keeps, without invoking the handler; patterns
+        Lambda would refuse raise ``ValueError``, with the construct's reasons."""
+        return self._patterns or None
+
+    @filters.setter
+    def filters(self, given: Sequence[Mapping[str, Any]] | None) -> None:
+        self._patterns = () if given is None else event_filters.patterns(given)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -413,9 +438,10 @@ class OnceEnv:
         crash: str | None,
         same_batch: bool,
     ) -> Delivery:
-        size = (c.FIFO_MAX_BATCH_SIZE if queue.fifo else len(messages)) if same_batch else 1
-        batches = [messages[start : start + size] for start in range(0, len(messages), size)]
-        results: list[RecordResult | None] = []
+        kept = self._filtered(queue, messages)
+        size = (c.FIFO_MAX_BATCH_SIZE if queue.fifo else max(1, len(kept))) if same_batch else 1
+        batches = [kept[start : start + size] for start in range(0, len(kept), size)]
+        results: dict[str, RecordResult | None] = {}
         responses: list[dict[str, Any] | None] = []
         failures: list[str] = []
         moved: list[str] = []
@@ -426,7 +452,8 @@ class OnceEnv:
             invocation, killed, gone = self._invoke(handler, queue, batch, crash)
             if killed is not None:
                 crash, killed_at = None, killed  # one kill per delivery
-            results += invocation.result.records if invocation is not None else [None] * len(batch)
+            records = invocation.result.records if invocation is not None else [None] * len(batch)
+            results.update(zip((m.message_id for m in batch), records, strict=False))
             responses.append(invocation.response if invocation is not None else None)
             if invocation is not None:
                 failures += invocation.decision.retry
@@ -435,11 +462,12 @@ class OnceEnv:
         if crash is not None:
             raise AssertionError(
                 f"crash={crash!r} was never reached: no record got that far "
-                f"(outcomes: {[r.outcome if r else None for r in results]}); "
+                f"(outcomes: {[r.outcome if r else None for r in results.values()]}"
+                f"{', every message filtered out' if not kept else ''}); "
                 "a crash test that does not crash proves nothing"
             )
         return Delivery(
-            results=results,
+            results=[results.get(m.message_id) for m in messages],
             message_ids=[m.message_id for m in messages],
             batch_item_failures=failures,
             responses=responses,
@@ -447,7 +475,19 @@ class OnceEnv:
             receive_counts=receive_counts,
             moved_to_dlq=moved,
             lost=lost,
+            filtered_out=[m.message_id for m in messages if m not in kept],
         )
+
+    def _filtered(self, queue: SourceQueue, messages: list[Message]) -> list[Message]:
+        """The messages a filter keeps; the others are deleted from the queue, never
+        invoked, as Lambda's event filtering deletes them (``once.event_filters``)."""
+        if not self._patterns:
+            return messages
+        kept = [m for m in messages if event_filters.keeps(self._patterns, queue.record(m))]
+        taken = {m.message_id for m in kept}
+        dropped = [m for m in messages if m.message_id not in taken]
+        queue.settle(dropped, {m.message_id for m in dropped})
+        return kept
 
     def _invoke(
         self, handler: LambdaHandler, queue: SourceQueue, batch: list[Message], crash: str | None

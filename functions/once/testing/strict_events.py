@@ -26,7 +26,7 @@ from AWS a test would pass here and fail there, or read what AWS never sends:
   entries keep the request's order and ``FailedEntryCount`` counts the failed ones
   (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html).
 
-- **Which events a rule delivers** (``once.testing.event_patterns``, EventBridge's matcher
+- **Which events a rule delivers** (``once.event_patterns``, EventBridge's matcher
   written again, each rule cited there): every rule's targets get the events its pattern
   matches as EventBridge matches it, on the event as AWS holds it (``time`` its ISO text);
   moto's matcher is never asked. A disabled rule delivers nothing.
@@ -49,46 +49,18 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib.util
 import json
 import re
-import sys
 import threading
 import time
 import uuid
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from once import event_patterns as patterns
 from once import sendrules
-
-
-def _patterns_module() -> ModuleType:
-    """``once.testing.event_patterns``: by name where this module was imported by name
-    (``OnceEnv``), else from its file, as the local cloud's moto server loads this one
-    (importing ``once.testing`` would run its pytest plugin, and the server has no pytest)."""
-    if __name__ == "once.testing.strict_events":
-        from once.testing import event_patterns as by_name
-
-        return by_name
-    name = "_once_testing_event_patterns"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("event_patterns.py")
-        )
-        if spec is None or spec.loader is None:  # pragma: no cover - the file ships beside this
-            raise ImportError("once.testing.event_patterns not found")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-#: The matcher and the checks of event patterns (``once.testing.event_patterns``).
-patterns = _patterns_module()
 
 _install_lock = threading.Lock()
 #: The mark on a patched method (the same as ``strict``'s).

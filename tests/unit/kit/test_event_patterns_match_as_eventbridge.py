@@ -1,6 +1,6 @@
 """A rule delivers the events its pattern matches as EventBridge matches them, in ``once_env``
 (and on the local cloud's moto server: the same ``once.testing.strict_events``), with
-``once.testing.event_patterns``, EventBridge's matcher written again (moto's is never asked).
+``once.event_patterns``, EventBridge's matcher written again (moto's is never asked).
 
 Pinned: exact values are compared at their JSON text (EventBridge: "Number matching is at the
 string representation level. For example, 300, 300.0, and 3.0e2 are not considered equal",
@@ -31,8 +31,8 @@ from typing import Any
 import boto3
 import pytest
 
+from once.event_patterns import matches
 from once.testing.env import OnceEnv
-from once.testing.event_patterns import matches
 
 
 @pytest.fixture(scope="module")

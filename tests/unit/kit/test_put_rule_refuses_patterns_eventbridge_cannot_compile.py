@@ -1,6 +1,6 @@
 """PutRule refuses, with ``InvalidEventPatternException``, a pattern EventBridge cannot
 compile, in ``once_env`` and on the local cloud's moto server (``once.testing.strict_events``
-checks it with ``once.testing.event_patterns``); a misspelt filter never matches every event.
+checks it with ``once.event_patterns``); a misspelt filter never matches every event.
 
 AWS's PutRule answers such a pattern "The event pattern is not valid"
 (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutRule.html), by the rules
@@ -25,8 +25,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from once.event_patterns import InvalidPattern, parse, problem
 from once.testing.env import OnceEnv
-from once.testing.event_patterns import InvalidPattern, parse, problem
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,11 @@
 """EventBridge's event patterns, as EventBridge reads them: which pattern PutRule takes
 (``problem``) and which event a pattern matches (``matches``). Pure: no moto, no I/O.
 
+Here, below the kit, because three floors apply the same syntax: the kit's and the local
+cloud's EventBridge rules (``once.testing.strict_events``), and Lambda's event filtering
+(``once.event_filters``: "For filter rules, Lambda supports the Amazon EventBridge rules and
+uses the same syntax as EventBridge"), which ``OnceConsumer`` checks at synth.
+
 Why our own: moto 5.2.5's matcher departs from AWS where a team's rule is written. It compares
 values with Python's ``==`` (``[true]`` matches ``1``, ``[300]`` matches ``300.0``), takes a
 boolean for a number (``{"numeric": [">", 0]}`` matches ``true``), never looks inside an
