@@ -428,6 +428,17 @@ class OnceConsumer(Construct):
         actions = tuple(permissions.STAGED_WRITE_ACTIONS[o] for o in wanted)
         self._allow(actions, table.table_arn)
 
+    def grant_powertools_records(self, table: dynamodb.ITable) -> None:
+        """Let the function honour and keep the team's Powertools idempotency records while
+        it migrates (``make_handler(powertools=PowertoolsBridge(...))``, docs/migrating.md):
+        read, put and update on ``table`` only, never delete."""
+        if table is self.table:
+            raise ValueError(
+                "grant_powertools_records: this is the consumer's own idempotency table; "
+                "pass the table the Powertools build wrote its records to"
+            )
+        self._allow(permissions.POWERTOOLS_RECORDS_ACTIONS, table.table_arn)
+
     def _allow(self, actions: tuple[str, ...], resource_arn: str) -> None:
         self.role.add_to_principal_policy(
             iam.PolicyStatement(actions=list(actions), resources=[resource_arn])

@@ -63,3 +63,15 @@ STAGED_WRITE_ACTIONS: Final = {
     "Delete": "dynamodb:DeleteItem",
     "ConditionCheck": "dynamodb:ConditionCheckItem",
 }
+
+#: ``make_handler(powertools=...)``: the team's Powertools idempotency table, while it
+#: migrates (``once.powertools``). The claim puts the message's record INPROGRESS (PutItem);
+#: the commit completes it in once's TransactWriteItems (an Update element under two-phase,
+#: a Put under ``effects="staged"``, each authorized as its operation, as above); a staged
+#: copy that ended without its commit reads it (GetItem, strongly consistent). Never
+#: DeleteItem: a Powertools record is left to its own expiry.
+POWERTOOLS_RECORDS_ACTIONS: Final = (
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
