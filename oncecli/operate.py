@@ -486,6 +486,10 @@ def status_view(targets: list[tuple[Target, str]]) -> Group:
     return Group(*tables, alarms_view(targets[0][0]))
 
 
+#: A COMPLETED record whose outbox is not all sent yet: what a rollback would never send.
+OWES_MESSAGES = " (owes messages)"
+
+
 def _consumer_view(target: Target, namespace: str) -> tuple[Table, Table]:
     queue = queue_depth(target.sqs, target.outputs["QueueUrl"])
     dlq = queue_depth(target.sqs, target.outputs["DlqUrl"])
@@ -496,6 +500,8 @@ def _consumer_view(target: Target, namespace: str) -> tuple[Table, Table]:
         lease = item.get(c.ATTR_LEASE_EXPIRES_AT, {}).get("N")
         if state == c.STATUS_IN_PROGRESS and lease and int(lease) < now_ms:
             state += " (lease expired)"
+        if state == c.STATUS_COMPLETED and c.ATTR_OUTBOX in item:
+            state += OWES_MESSAGES
         counts[state] = counts.get(state, 0) + 1
     table = Table(title=f"once status: {target.title}", title_justify="left")
     table.add_column("what")

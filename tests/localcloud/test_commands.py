@@ -441,3 +441,32 @@ def test_once_event_writes_an_sqs_event_that_once_invoke_reads(capsys, tmp_path)
     path.write_text('{"Records": []}')
     with pytest.raises(UsageError, match="not an SQS event"):
         _read_event(str(path))
+
+
+def test_status_counts_the_records_that_still_owe_messages(cloud, capsys):
+    """What a rollback would never send (docs/migrating.md, "Rolling back"): a COMPLETED record
+    whose outbox is not all sent is counted apart."""
+    table = cloud.outputs["IdempotencyTableName"]
+    template = {
+        "Resources": {"Dlq": {"Type": "AWS::SQS::Queue"}, "Source": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {
+            "QueueUrl": {"Value": {"Ref": "Source"}},
+            "DlqUrl": {"Value": {"Ref": "Dlq"}},
+            "IdempotencyTableName": {"Value": table},
+            "ServiceName": {"Value": "owing"},
+        },
+    }
+    cloud.client("cloudformation").create_stack(
+        StackName="Owing-local", TemplateBody=json.dumps(template)
+    )
+    done = {"status": {"S": "COMPLETED"}, "fence": {"N": "1"}}
+    dynamodb = cloud.client("dynamodb")
+    dynamodb.put_item(TableName=table, Item={"id": {"S": "owing#o-1"}, **done})
+    dynamodb.put_item(
+        TableName=table,
+        Item={"id": {"S": "owing#o-2"}, **done, "outbox": {"L": [{"S": "{}"}]}},
+    )
+    target = ["--endpoint-url", cloud.endpoints["sqs"], "--stack", "Owing-local"]
+    assert main(["status", *target]) == 0
+    out = capsys.readouterr().out
+    assert "records COMPLETED (owes messages)" in out
