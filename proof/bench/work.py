@@ -11,17 +11,22 @@ Then: cost per million messages at on-demand prices, and the stored record size,
 ``once``'s 64 KiB result cap does to it. Last, the write units of a new message under both
 protocols with no staged write and with one (``write_units``), as the engine reports them
 and by DynamoDB's rules (``RuleUnits``): a transaction is billed twice a plain write, per
-item (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling).
+item (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling);
+and the same with the bridge to Powertools' records (``make_handler(powertools=...)``), with
+the duplicate whose Powertools record Powertools completed before the deploy (``bridged``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import once
 from once import constants as c
 from oncecli.aws import create_table, record_id
 from proof.bench import prices
@@ -32,10 +37,13 @@ from proof.bench.subjects import (
     Subjects,
     body,
     business,
+    context,
     invoke,
     new_keys,
+    sqs_event,
 )
 from proof.bench.wire import Wire
+from proof.chaos.peers import powertools
 
 #: On-demand prices, us-east-1, standard table class (``prices.py``, with its date and
 #: source): USD per million write / read request units, and per GB-month stored.
@@ -323,15 +331,77 @@ def _ledger_entry(body_: Any, attempt: Any) -> dict[str, Any]:
     return {"paymentId": body_["paymentId"]}
 
 
+class _Canceled:
+    """Counts transactions canceled (``TransactionCanceledException``): the engine reports no
+    capacity for one, and what it bills for one is not in its documentation (the transaction
+    page tells the two writes per item of one that lands), so the rules count it 0."""
+
+    def __init__(self, wire: Wire) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+        wire.session.events.register("after-call.dynamodb.TransactWriteItems", self._on_response)
+
+    def _on_response(self, parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Error", {}).get("Code") == "TransactionCanceledException":
+            with self._lock:
+                self.count += 1
+
+    def take(self) -> int:
+        with self._lock:
+            count, self.count = self.count, 0
+        return count
+
+
+@dataclass
+class _Counters:
+    """What one write-units row is counted with, on the wire's session."""
+
+    wire: Wire
+    rules: RuleUnits
+    refused: _Rejections
+    canceled: _Canceled
+
+    def count(self, action: Callable[[], Any], n: int) -> dict[str, Any]:
+        """Per message of ``action`` (``n`` of them): calls on the wire, their operations,
+        write units as the engine reported them and by DynamoDB's rules (the writes that
+        landed, and those refused by their condition: ``rejected_units``), and the
+        transactions canceled (counted 0 by the rules: ``_Canceled``)."""
+        self.wire.reset()
+        self.rules.take()
+        self.refused.take()
+        self.canceled.take()
+        action()
+        calls, capacity = self.wire.snapshot()
+        refused = self.refused.take()
+        return {
+            "calls": sum(calls.values()) / n,
+            "operations": {op: k / n for op, k in sorted(calls.items())},
+            "wru_reported": capacity["write"] / n,
+            "wru_rules": (self.rules.take() + refused) / n,
+            "wru_refused": refused / n,
+            "canceled": self.canceled.take() / n,
+        }
+
+
+def _deliver(handler: Any, bodies: list[str], expect: str, what: str) -> None:
+    """One batch of ``bodies``; every record must end ``expect``, or there is no figure."""
+    outcomes = [r.outcome.value for r in handler.handle(sqs_event(bodies), context()).records]
+    if set(outcomes) != {expect}:
+        raise RuntimeError(f"{what}: expected every record {expect}, got {outcomes}; no figure")
+
+
 def write_units(subjects: Subjects, reader: Any, n: int = 10) -> dict[str, dict[str, Any]]:
     """Per protocol, write units per new message with no staged write and with one: what
     the engine reports (``ReturnConsumedCapacity=TOTAL``) and what DynamoDB's rules make of
-    the items written (``RuleUnits``). ``reader``: a client off the wire."""
+    the items written (``RuleUnits``). Then the same with the bridge to Powertools' records
+    (``BRIDGED``, ``bridged``). ``reader``: a client off the wire."""
     wire = subjects.wire
     client = wire.client()
-    if LEDGER not in client.list_tables()["TableNames"]:
-        create_table(client, LEDGER)
-    rules = RuleUnits(wire, reader)
+    tables = client.list_tables()["TableNames"]
+    for table in (LEDGER, POWERTOOLS_RECORDS):
+        if table not in tables:
+            create_table(client, table)
+    counters = _Counters(wire, RuleUnits(wire, reader), _Rejections(subjects), _Canceled(wire))
     was, wire.capacity_on = wire.capacity_on, True
     out: dict[str, dict[str, Any]] = {}
     try:
@@ -340,18 +410,85 @@ def write_units(subjects: Subjects, reader: Any, n: int = 10) -> dict[str, dict[
             for variant, process in (("none", business(0)), ("one write", _ledger_entry)):
                 handler = subjects.build(name, process)
                 bodies = [body(k) for k in new_keys(n)]
-                wire.reset()
-                rules.take()
-                response = invoke(handler, bodies)
-                if response["batchItemFailures"]:
-                    raise RuntimeError(f"{name}, {variant}: records failed; no figure")
-                calls, capacity = wire.snapshot()
-                out[name][variant] = {
-                    "calls": sum(calls.values()) / n,
-                    "operations": {op: k / n for op, k in sorted(calls.items())},
-                    "wru_reported": capacity["write"] / n,
-                    "wru_rules": rules.take() / n,
-                }
+                what = f"{name}, {variant}"
+                deliver = functools.partial(_deliver, handler, bodies, "processed", what)
+                out[name][variant] = counters.count(deliver, n)
+        out |= bridged(subjects, counters, reader, n)
     finally:
         wire.capacity_on = was
+    return out
+
+
+# --- the bridge to Powertools' records ----------------------------------------------------
+
+#: The team's Powertools records (``once.powertools``), and what precedes ``#`` in their ids.
+POWERTOOLS_RECORDS = "bench-powertools-records"
+POWERTOOLS_PREFIX = "bench-renewals"
+#: The protocols with the bridge, by the protocol they bridge.
+BRIDGED = {"once": "once+bridge", "once-staged": "once-staged+bridge"}
+#: The path of a message whose Powertools record Powertools completed before the deploy.
+POWERTOOLS_DUPLICATE = "duplicate (Powertools COMPLETED)"
+
+
+def powertools_bridge() -> once.PowertoolsBridge:
+    """The bridge to the records the bench's Powertools consumer writes
+    (``proof/chaos/peers/powertools.py``: the business key in the body, the whole body
+    validated), as a team writes it from that configuration."""
+    return once.PowertoolsBridge(
+        table_name=POWERTOOLS_RECORDS,
+        key_prefix=POWERTOOLS_PREFIX,
+        event_key_jmespath="powertools_json(body).paymentId",
+        payload_validation_jmespath="powertools_json(body)",
+    )
+
+
+def _powertools_status(reader: Any, text: str) -> str | None:
+    """The status of the Powertools record of the message whose body is ``text``."""
+    record = powertools_bridge().record_for(sqs_event([text])["Records"][0])
+    assert record is not None
+    item = reader.get_item(TableName=POWERTOOLS_RECORDS, Key=record.key(), ConsistentRead=True)
+    return item.get("Item", {}).get("status", {}).get("S")
+
+
+def bridged(
+    subjects: Subjects, counters: _Counters, reader: Any, n: int
+) -> dict[str, dict[str, Any]]:
+    """Per protocol with the bridge (``BRIDGED``): a new message with no staged write and
+    with one (its Powertools record absent: once writes it, and leaves it COMPLETED), and
+    a message Powertools' own consumer completed before (``POWERTOOLS_DUPLICATE``: once
+    honours that record and completes its own with Powertools' response)."""
+    team = powertools.make_handler(
+        business(0),
+        table_name=POWERTOOLS_RECORDS,
+        key="paymentId",
+        client=subjects.wire.client(),
+        key_prefix=POWERTOOLS_PREFIX,
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for name, title in BRIDGED.items():
+        out[title] = {}
+        effects = "staged" if name == "once-staged" else "any"
+        for variant, process in (("none", business(0)), ("one write", _ledger_entry)):
+            handler = once.make_handler(
+                process,
+                key="paymentId",
+                table_name=TABLES[name],
+                key_prefix=KEY_PREFIX,
+                dlq_url=None,
+                effects=effects,
+                powertools=powertools_bridge(),
+            )
+            bodies = [body(k) for k in new_keys(n)]
+            deliver = functools.partial(_deliver, handler, bodies, "processed", title)
+            out[title][variant] = counters.count(deliver, n)
+            if _powertools_status(reader, bodies[0]) != "COMPLETED":
+                raise RuntimeError(f"{title}: the Powertools record is not COMPLETED; no figure")
+            if variant != "none":
+                continue
+            # Renewals the Powertools build completed before the deploy, redelivered.
+            done = [body(k) for k in new_keys(n)]
+            if team(sqs_event(done), context())["batchItemFailures"]:
+                raise RuntimeError("the Powertools consumer failed a record; no figure")
+            deliver = functools.partial(_deliver, handler, done, "duplicate", title)
+            out[title][POWERTOOLS_DUPLICATE] = counters.count(deliver, n)
     return out

@@ -88,8 +88,116 @@ def write_unit_rows(units: dict[str, Any]) -> Rows:
             f"{got['wru_rules'] * work.PRICE_WRU:.3f}",
         ]
         for name, per in units.items()
+        if name in work.PROTOCOLS
         for variant, got in per.items()
     ]
+
+
+BRIDGE_TITLE = "Write units per message with the bridge to Powertools' records"
+BRIDGE_HEADER = [
+    "protocol",
+    "path",
+    "staged writes",
+    "calls",
+    "operations",
+    "WRU (engine)",
+    "WRU (by rule)",
+    "over no bridge (by rule)",
+    "USD per million (by rule)",
+]
+
+
+def _operations(got: dict[str, Any]) -> str:
+    """The operations per message, a canceled transaction marked so."""
+    canceled = got.get("canceled", 0)
+    return (
+        ", ".join(
+            f"{op} {n:g}"
+            + (f" ({canceled:g} canceled)" if op == "TransactWriteItems" and canceled else "")
+            for op, n in got["operations"].items()
+            if n
+        )
+        or "-"
+    )
+
+
+def bridge_rows(units: dict[str, Any]) -> Rows:
+    """Each protocol with the bridge, new message by staged writes and the duplicate of a
+    Powertools record: calls, operations, write units and what they add over the same
+    protocol without the bridge (a new message only: without the bridge a message Powertools
+    completed is new to once)."""
+    title = {"once": "once two-phase", "once-staged": "once staged"}
+    rows: Rows = []
+    for name, bridged_name in work.BRIDGED.items():
+        measured = units.get(bridged_name, {})
+        for variant in ("none", "one write", work.POWERTOOLS_DUPLICATE):
+            if variant not in measured:
+                continue
+            got = measured[variant]
+            duplicate = variant == work.POWERTOOLS_DUPLICATE
+            plain = units.get(name, {}).get(variant)
+            over = "-" if plain is None else f"+{got['wru_rules'] - plain['wru_rules']:g}"
+            rows.append(
+                [
+                    f"{title[name]} + bridge",
+                    "duplicate (Powertools COMPLETED)" if duplicate else "new",
+                    "none" if duplicate else variant,
+                    f"{got['calls']:g}",
+                    _operations(got),
+                    f"{got['wru_reported']:g}",
+                    f"{got['wru_rules']:g}",
+                    over,
+                    f"{got['wru_rules'] * work.PRICE_WRU:.3f}",
+                ]
+            )
+    return rows
+
+
+def _added(units: dict[str, Any], name: str, variant: str) -> tuple[float, float, float]:
+    """Write units by rule with the bridge, without it, and the USD per million added."""
+    got = units[work.BRIDGED[name]][variant]["wru_rules"]
+    plain = units[name][variant]["wru_rules"]
+    return got, plain, (got - plain) * work.PRICE_WRU
+
+
+def bridge_section(page: Page, units: dict[str, Any]) -> None:
+    """The subsection on the bridge to Powertools' records: one paragraph, one table, from
+    the run's ``write_units`` (``work.bridged``)."""
+    if not all(b in units for b in work.BRIDGED.values()):
+        return
+
+    def more(name: str, variant: str, unit: str = "") -> str:
+        got, plain, usd = _added(units, name, variant)
+        return f"+{got - plain:g}{unit} ({got:g} instead of {plain:g}, +${usd:.3f} per million)"
+
+    dup = {name: units[work.BRIDGED[name]][work.POWERTOOLS_DUPLICATE] for name in work.BRIDGED}
+    two, staged = dup["once"], dup["once-staged"]
+    page.text(f"""
+### The bridge to Powertools' records
+
+While a team moves from Powertools' idempotency utility, `make_handler(...,
+powertools=PowertoolsBridge(...))` (`once.powertools`) makes once honour and keep the team's
+Powertools records. From the bench's run (`work.write_units`: the run, the counting and the
+prices of the table above; the records of the bench's Powertools consumer, on a table of
+their own), the bridge costs per new message, by DynamoDB's rule (1 unit per KB of each item
+written, twice that in a transaction:
+https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html#transaction-capacity-handling),
+two-phase
+{more("once", "none", " write units over once without it")} with no staged write and
+{more("once", "one write")} with one: a `PutItem` of the message's Powertools record
+INPROGRESS after the claim, and a completion that becomes a `TransactWriteItems` updating
+that record to COMPLETED. Staged, {more("once-staged", "none")} and
+{more("once-staged", "one write")}: the one commit becomes, or grows, a `TransactWriteItems`
+with a `Put` of that record COMPLETED. A renewal Powertools completed before the deploy costs
+two-phase {two["calls"]:g} calls and {two["wru_rules"]:g} write units (the claim, the refused
+`PutItem` billed {two["wru_refused"]:g}, the write that completes once's record with
+Powertools' response), staged {staged["calls"]:g} calls and {staged["wru_rules"]:g} (that
+write; the canceled transaction is counted 0: DynamoDB Local reports nothing for it and
+DynamoDB's documentation does not say what it bills). The bridge is paid only while it is
+on: without `powertools=`, once writes its own record alone, at the figures of the table
+above.
+""")
+    page.table(BRIDGE_TITLE, BRIDGE_HEADER, bridge_rows(units))
 
 
 def work_rows(paths: dict[str, Any]) -> Rows:
@@ -203,6 +311,8 @@ https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-api
         )
     plot(run["paths"], docs / "perf_work.png")
     page.image("perf_work.png", "DynamoDB calls per record by path")
+    if units:
+        bridge_section(page, units)
     sizes = run["record_sizes"]
     typical = ", ".join(f"{k} {v} B" for k, v in sizes["typical"].items())
     page.text(f"""

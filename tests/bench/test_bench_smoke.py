@@ -49,6 +49,7 @@ def test_bench_smoke(tmp_path: Path) -> None:
         "## Batch latency: moto server",
         "## Batch latency: DynamoDB Local",
         "## DynamoDB work per record",
+        "### The bridge to Powertools' records",
         "## Cold start",
         "## What bounds each figure",
     ):
