@@ -141,17 +141,26 @@ def machine_busy_s() -> float:
     return (sum(fields[:8]) - idle) * _TICK_S
 
 
+def _read(directory: Path, name: str) -> str:
+    """A /proc file's text, or "" for a thread or process that has ended since it was listed
+    (the process's other threads come and go while it is read)."""
+    try:
+        return (directory / name).read_bytes().decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
 def engine_pid(port: int) -> int:
     """The pid of this process's child that serves ``port`` (its command line names it)."""
     me = os.getpid()
     children = {
         int(pid)
         for task in Path(f"/proc/{me}/task").iterdir()
-        for pid in (task / "children").read_text().split()
+        for pid in _read(task, "children").split()
     }
     for pid in children:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        if str(port).encode() in argv:
+        argv = _read(Path(f"/proc/{pid}"), "cmdline").split("\0")
+        if str(port) in argv:
             return pid
     raise RuntimeError(f"no child process of {me} serves port {port}")
 
