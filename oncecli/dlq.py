@@ -57,7 +57,8 @@ from rich.table import Table
 from rich.text import Text
 
 from once import constants as c
-from once.awserrors import describe, error_code
+from once.awserrors import error_code
+from once.payload import describe_error
 from once.sendrules import is_fifo
 from oncecli.aws import queue_depth
 from oncecli.errors import CliError
@@ -145,7 +146,7 @@ def read(sqs: Any, url: str) -> Listing:
                 found.setdefault(message["MessageId"], message)
     except (ClientError, BotoCoreError) as error:
         raise CliError(
-            f"reading the DLQ {url}: {describe(error)} (the command needs "
+            f"reading the DLQ {url}: {describe_error(error)} (the command needs "
             "sqs:GetQueueAttributes, sqs:ReceiveMessage and sqs:ChangeMessageVisibility on it)"
         ) from error
     finally:
@@ -169,8 +170,9 @@ def _made_visible(sqs: Any, url: str, handles: list[str]) -> int:
         return _set_visibility(sqs, url, handles, 0)
     except (ClientError, BotoCoreError) as error:
         raise CliError(
-            f"the listed messages of {url} could not be made visible again ({describe(error)}; "
-            f"the command needs sqs:ChangeMessageVisibility on it): SQS shows them again "
+            f"the listed messages of {url} could not be made visible again "
+            f"({describe_error(error)}; the command needs sqs:ChangeMessageVisibility on "
+            "it): SQS shows them again "
             f"within {HOLD_S} s, nothing was deleted"
         ) from error
 

@@ -25,7 +25,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from once import constants as c
-from once.awserrors import describe
+from once.payload import describe_error
 from once.sendrules import is_fifo
 from oncecli.aws import queue_depth
 
@@ -107,7 +107,7 @@ def move(
                 except (ClientError, BotoCoreError) as error:
                     # Refused (or not answered): it stays in the DLQ, named; the others move
                     # (on a FIFO DLQ, those of other groups).
-                    refused.append((message["MessageId"], describe(error)))
+                    refused.append((message["MessageId"], describe_error(error)))
                     left.append(message["ReceiptHandle"])
                     held.add(group)
                     continue

@@ -1,6 +1,7 @@
 """What AWS said when a call failed, in the words once logs and decides with: the error's
-code (botocore's ``ClientError`` carries it in ``response["Error"]["Code"]``), a description
-that names the error and never a value, and how a send to SQS or SNS ended (``Sent``).
+code (botocore's ``ClientError`` carries it in ``response["Error"]["Code"]``), and how a
+send to SQS or SNS ended (``Sent``). An error is described, in codes and names and never a
+value, by ``payload.describe_error``.
 
 Kept apart from the protocol so that the store, the outbox and the quarantine report a
 failure the same way, and ``protocol.py`` judges it from the code alone.
@@ -23,18 +24,10 @@ def error_code(error: BaseException) -> str | None:
     return str(code) if code else None
 
 
-def describe(error: BaseException) -> str:
-    """The error's class and, when AWS answered, its code: ``ClientError AccessDenied``,
-    ``ReadTimeoutError``. Never the error's message, which may quote a request's values."""
-    code = error_code(error)
-    name = type(error).__name__
-    return f"{name} {code}" if code else name
-
-
 @dataclass(frozen=True)
 class Sent:
     """How a send to SQS, SNS or EventBridge ended: ``ok``, or why not. ``error`` names the cause as
-    ``describe`` does (a refused call), or a batch entry's ``Failed`` code
+    ``payload.describe_error`` does (a refused call), or a batch entry's ``Failed`` code
     (``Failed InvalidParameterValue``); never a value. Truthy when sent."""
 
     ok: bool

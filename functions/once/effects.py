@@ -221,6 +221,9 @@ class Effects:
 
     table_name: str | None = None
     record_id: str | None = None
+    #: The elements of the commit once writes itself: the record's completion, and, while
+    #: the bridge to Powertools' records is on, the message's Powertools record.
+    reserved: int = 1
     token: str = field(default_factory=lambda: identity.new_token())
     writes: list[dict[str, Any]] = field(default_factory=list)
     #: For each write, what business code asked for if DynamoDB refuses its condition.
@@ -249,11 +252,16 @@ class Effects:
                 "records, and a write to one would break that key's protocol. Keep business "
                 "data in a table of its own."
             )
-        if len(self.writes) + 1 >= c.TRANSACTION_MAX_ELEMENTS:
+        if len(self.writes) + self.reserved >= c.TRANSACTION_MAX_ELEMENTS:
+            theirs = (
+                "the record's completion is one of them"
+                if self.reserved == 1
+                else "the record's completion and the message's Powertools record are two of "
+                "them (the bridge is on)"
+            )
             raise ValueError(
                 f"attempt.write: one commit takes at most {c.TRANSACTION_MAX_ELEMENTS} elements "
-                f"and the record's completion is one of them: {c.TRANSACTION_MAX_ELEMENTS - 1} "
-                "staged writes at most"
+                f"and {theirs}: {c.TRANSACTION_MAX_ELEMENTS - self.reserved} staged writes at most"
             )
         for index, earlier in enumerate(self._staged):
             if _same_item(earlier, staged, self._staged):
@@ -268,7 +276,7 @@ class Effects:
                 f"attempt.write: the Put's item is about {size} bytes; DynamoDB takes at most "
                 f"{c.ITEM_MAX_BYTES} bytes per item"
             )
-        total = self._bytes + size + c.ITEM_MAX_BYTES  # the record, at its largest
+        total = self._bytes + size + self.reserved * c.ITEM_MAX_BYTES  # once's, at their largest
         if total > c.TRANSACTION_MAX_BYTES:
             raise ValueError(
                 f"attempt.write: the commit would hold about {total} bytes with the record; "

@@ -197,7 +197,8 @@ class Attempt:
         at once, for a condition no retry can change.
 
         Raises ``ValueError`` now for what DynamoDB would refuse at commit: more than 99
-        staged writes (the record is the 100th element), about 4 MB in all, two operations on
+        staged writes (the record is the 100th element; 98 with the bridge to Powertools'
+        records, whose record is one more), about 4 MB in all, two operations on
         one item, a Put item over 400 KB, a write to once's idempotency table."""
         self.effects.write(element, refused=refused)
 

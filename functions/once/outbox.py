@@ -27,9 +27,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from once import sendrules as rules
-from once.awserrors import SENT, Sent, describe
+from once.awserrors import SENT, Sent
 from once.effects import OutboxMessage, event_detail
 from once.identity import deduplication_id, identity_attributes, legacy_source
+from once.payload import describe_error
 
 #: Builds (or returns the process's) client for a service: ``"sqs"``, ``"sns"`` or
 #: ``"events"``.
@@ -54,7 +55,7 @@ class Outbox:
                     return sent
             return SENT
         except Exception as error:
-            return Sent(False, describe(error))
+            return Sent(False, describe_error(error))
 
     def _send_batch(self, destination: str, entries: list[dict[str, Any]]) -> Sent:
         if rules.is_event_bus(destination):

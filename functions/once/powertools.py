@@ -27,8 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from once import constants as c
-from once.models import Record
+from once.models import Record, TransientError
 
+#: The largest response once writes into a Powertools record as it is: DynamoDB's item
+#: size limit (400 KB, https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/
+#: ServiceQuotas.html) less room for the record's other attributes. Powertools itself cannot
+#: store a larger one (its ``UpdateItem`` is refused); once stores its capped stand-in.
+RESPONSE_MAX_BYTES = c.ITEM_MAX_BYTES - 4 * 1024
 #: Powertools' statuses (``persistence/datarecord.py``, ``STATUS_CONSTANTS``).
 INPROGRESS = "INPROGRESS"
 COMPLETED = "COMPLETED"
@@ -124,32 +129,44 @@ class PowertoolsBridge:
                     ) from None
 
     def record_for(self, sqs_record: Mapping[str, Any]) -> PowertoolsRecord | None:
-        """The Powertools record of this SQS record, or None where Powertools kept none
+        """The Powertools record of this SQS record, or None where Powertools keeps none
         (its key expression found nothing: Powertools skips persistence, ``base.py``
-        ``_get_hashed_idempotency_key``; or it raised, and the Powertools handler with it)."""
-        try:
-            data = self._data(sqs_record)
-            key_data = self._search("event_key_jmespath", data)
-            if _missing(key_data):
-                return None
-            validation = ""
-            if "payload_validation_jmespath" in self._compiled:
-                validation = _hash(
-                    self.hash_function, self._search("payload_validation_jmespath", data)
-                )
-            return PowertoolsRecord(
-                self, f"{self.key_prefix}#{_hash(self.hash_function, key_data)}", validation
-            )
-        except Exception:
+        ``_get_hashed_idempotency_key``). Raises ``PowertoolsKeyError`` where the id cannot
+        be derived: the bridge is never off in silence for one message (its copy would run
+        as new where Powertools may have completed it); the copy fails and comes back, then
+        reaches the DLQ, naming the step."""
+        data = self._step("data", self._data, sqs_record)
+        key_data = self._step("event_key_jmespath", self._search, "event_key_jmespath", data)
+        if _missing(key_data):
             return None
+        validation = ""
+        if "payload_validation_jmespath" in self._compiled:
+            validated = self._step(
+                "payload_validation_jmespath", self._search, "payload_validation_jmespath", data
+            )
+            validation = self._step("hash", _hash, self.hash_function, validated)
+        key_hash = self._step("hash", _hash, self.hash_function, key_data)
+        return PowertoolsRecord(self, f"{self.key_prefix}#{key_hash}", validation)
+
+    @staticmethod
+    def _step(name: str, step: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return step(*args)
+        except Exception as error:
+            raise PowertoolsKeyError(name, error) from None
 
     def _data(self, sqs_record: Mapping[str, Any]) -> Any:
+        """What the team's decorated function was given, prepared as Powertools prepares it
+        (``base.py`` ``_prepare_data``: a dataclass or model as a dict, an event source data
+        class as its raw event)."""
         if self.data == "record":
             return sqs_record
         if self.data == "body":
             return json.loads(sqs_record["body"])
         assert callable(self.data)
-        return self.data(sqs_record)
+        from aws_lambda_powertools.utilities.idempotency.base import _prepare_data
+
+        return _prepare_data(self.data(sqs_record))
 
     def _search(self, name: str, data: Any) -> Any:
         """``jmespath.search`` with Powertools' functions (``powertools_json``,
@@ -185,8 +202,33 @@ def _missing(data: Any) -> bool:
 
 def _hash(name: str, data: Any) -> str:
     """Powertools' ``_generate_hash``: the hex digest of ``json.dumps(data, sort_keys=True)``
-    (its encoder only adds types JSON has no text for, which a parsed message never holds)."""
-    return hashlib.new(name, json.dumps(data, sort_keys=True).encode()).hexdigest()
+    with the encoder the installed Powertools hashes with (a ``Decimal`` as its text, an
+    ``Enum``, a date, a ``UUID``...)."""
+    text = json.dumps(data, cls=_key_encoder(), sort_keys=True)
+    return hashlib.new(name, text.encode()).hexdigest()
+
+
+def _key_encoder() -> type[json.JSONEncoder]:
+    """The JSON encoder Powertools' ``_generate_hash`` uses: ``_IdempotencyKeyEncoder`` in
+    ``persistence/base.py`` (3.37), which extends the ``Encoder`` of
+    ``shared/json_encoder.py`` that earlier 3.x releases hash with."""
+    from aws_lambda_powertools.shared.json_encoder import Encoder
+    from aws_lambda_powertools.utilities.idempotency.persistence import base
+
+    encoder: type[json.JSONEncoder] = getattr(base, "_IdempotencyKeyEncoder", Encoder)
+    return encoder
+
+
+class PowertoolsKeyError(TransientError):
+    """A message's Powertools record id could not be derived as Powertools derives it: the
+    step that failed and the error's class, never a value (its message is stored)."""
+
+    def __init__(self, step: str, error: BaseException) -> None:
+        super().__init__(
+            f"the Powertools record's id could not be derived at its {step} "
+            f"({type(error).__name__}): check PowertoolsBridge against the configuration "
+            "the Powertools build wrote its records with"
+        )
 
 
 @dataclass(frozen=True)
@@ -198,6 +240,10 @@ class PowertoolsRecord:
     bridge: PowertoolsBridge
     idempotency_key: str
     validation: str
+    #: The response Powertools would have stored (business code's value, encoded up to what
+    #: a Powertools record can hold, ``RESPONSE_MAX_BYTES``), set once business code
+    #: returned; None: once's stored result stands in.
+    response: str | None = None
 
     def key(self) -> dict[str, dict[str, str]]:
         """Powertools' ``_get_key``: the id, or the static partition key and the id."""
@@ -240,8 +286,11 @@ class PowertoolsRecord:
         """A ``PutItem`` of the record INPROGRESS under Powertools' own condition
         (``_put_record``: absent, expired, or INPROGRESS past its in-progress expiry), or
         over one once holds (``ONCE_OWNER_ATTR``: once's own record let this claim in).
-        Its in-progress expiry is the claim's lease."""
-        item = self._item(INPROGRESS, int(now) + self.bridge.expires_after_seconds)
+        Its in-progress expiry is the claim's lease, and its expiry never comes before the
+        lease ends: Powertools' condition lets anyone in past either."""
+        lease_end_s = -(-lease_end_ms // 1000)  # rounded up
+        expiry = max(int(now) + self.bridge.expires_after_seconds, lease_end_s + 1)
+        item = self._item(INPROGRESS, expiry)
         item[self.bridge.in_progress_expiry_attr] = {"N": str(lease_end_ms)}
         item[ONCE_OWNER_ATTR] = {"S": me}
         return {
@@ -257,14 +306,27 @@ class PowertoolsRecord:
         """An ``Update`` of the record COMPLETED as Powertools' ``_update_record`` writes it
         (its response, expiry, status and validation hash), while once's claim still holds
         it: a Powertools consumer that took it over since (its ``PutItem`` drops
-        ``ONCE_OWNER_ATTR``) refuses it."""
+        ``ONCE_OWNER_ATTR``) refuses it. ``result``: once's stored result, where no
+        ``response`` was set."""
+        return self._completion(_HELD, {":me": {"S": me}}, result=result, now=now)
+
+    def settle(self, *, result: str, now: float) -> dict[str, Any]:
+        """An ``Update`` of a record once holds until its outbox is sent (``hold``,
+        ``held``) to COMPLETED, as ``complete`` writes it: the outbox is sent, and a
+        Powertools build may now take a copy for a duplicate. Refused where the record is no
+        longer held (already settled)."""
+        return self._completion(_HELD_BY_ONCE, {}, result=result, now=now)
+
+    def _completion(
+        self, condition: str, bound: dict[str, Any], *, result: str, now: float
+    ) -> dict[str, Any]:
         b = self.bridge
         values: dict[str, Any] = {
             ":completed": {"S": COMPLETED},
             ":inprogress": {"S": INPROGRESS},
-            ":data": {"S": result},
+            ":data": {"S": self.response or result},
             ":expiry": {"N": str(int(now) + b.expires_after_seconds)},
-            ":me": {"S": me},
+            **bound,
         }
         update = "SET #data = :data, #expiry = :expiry, #status = :completed"
         if self.validation:
@@ -275,17 +337,50 @@ class PowertoolsRecord:
             "TableName": b.table_name,
             "Key": self.key(),
             "UpdateExpression": update,
-            "ConditionExpression": _HELD,
-            "ExpressionAttributeNames": self._names(update + " " + _HELD),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": self._names(update + " " + condition),
             "ExpressionAttributeValues": values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
+    def hold(self, *, me: str, until_s: int) -> dict[str, Any]:
+        """An ``Update`` that keeps the record INPROGRESS under once, with no in-progress
+        expiry and an expiry of ``until_s`` (once's own record's): the commit of an
+        operation whose outbox is not sent yet. A Powertools build that meets a copy then
+        answers it in progress (``IdempotencyAlreadyInProgressError``) and SQS brings it
+        back, to once, which sends what is owed (``settle``), where taking it for a
+        duplicate would delete the only copy that can. Under the claim's hold (``_HELD``)."""
+        update = "SET #expiry = :until REMOVE #in_progress_expiry"
+        return {
+            "TableName": self.bridge.table_name,
+            "Key": self.key(),
+            "UpdateExpression": update,
+            "ConditionExpression": _HELD,
+            "ExpressionAttributeNames": self._names(update + " " + _HELD),
+            "ExpressionAttributeValues": {
+                ":until": {"N": str(until_s)},
+                ":me": {"S": me},
+                ":inprogress": {"S": INPROGRESS},
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
     def completed(self, *, result: str, now: float) -> dict[str, Any]:
-        """A ``Put`` of the record COMPLETED with the result, under the claim's condition
-        (``claim``): ``effects="staged"``'s one write, with no INPROGRESS before it."""
+        """A ``Put`` of the record COMPLETED with the result (``response``, else once's
+        stored one), under the claim's condition (``claim``): ``effects="staged"``'s one
+        write, with no INPROGRESS before it."""
         item = self._item(COMPLETED, int(now) + self.bridge.expires_after_seconds)
-        item[self.bridge.data_attr] = {"S": result}
+        item[self.bridge.data_attr] = {"S": self.response or result}
+        return self._put(item, now)
+
+    def held(self, *, me: str, now: float, until_s: int) -> dict[str, Any]:
+        """``effects="staged"``'s one write when the operation has an outbox: the record
+        INPROGRESS under once until it is sent, as ``hold`` leaves it."""
+        item = self._item(INPROGRESS, until_s)
+        item[ONCE_OWNER_ATTR] = {"S": me}
+        return self._put(item, now)
+
+    def _put(self, item: dict[str, Any], now: float) -> dict[str, Any]:
         return {
             "TableName": self.bridge.table_name,
             "Item": item,
@@ -355,6 +450,9 @@ _FREE = (
 _CLAIMABLE = _FREE + " OR (#status = :inprogress AND attribute_exists(#once_owner))"
 #: The bridge's commit: the record is still INPROGRESS under this claim.
 _HELD = "#once_owner = :me AND #status = :inprogress"
+#: The bridge's settling of a record held while its outbox was owed: still INPROGRESS under
+#: once (whichever claim of once's committed it).
+_HELD_BY_ONCE = "attribute_exists(#once_owner) AND #status = :inprogress"
 
 
 def _free_values(now: float) -> dict[str, Any]:

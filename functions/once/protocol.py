@@ -231,6 +231,14 @@ def claim_condition_holds(old: Record | None, *, now_ms: int, payload_hash: str)
     return old.status == c.STATUS_IN_PROGRESS and (old.lease_expires_at or 0) < now_ms
 
 
+def powertools_takeover(replaced: PowertoolsState) -> bool:
+    """Whether the bridge's claim replaced a Powertools build's own claim (``INPROGRESS``
+    without once's hold): one that expired mid-flight, whose function may have run. It is a
+    takeover as once's own is (``Attempt.takeover``; quarantined under
+    ``on_expired_lease="quarantine"``)."""
+    return replaced.status == INPROGRESS and not replaced.once_holds
+
+
 class StagedEnd(StrEnum):
     """How an ``effects="staged"`` copy can end without its commit landing."""
 

@@ -41,8 +41,8 @@ from typing import Any
 
 from once import constants as c
 from once import sendrules as rules
-from once.awserrors import SENT, Sent, describe, error_code
-from once.payload import clean_text
+from once.awserrors import SENT, Sent, error_code
+from once.payload import clean_text, describe_error
 
 # What SQS takes (attribute names, data types, values, the count and the message size) is
 # ``once.sendrules``'s, each rule cited there.
@@ -175,8 +175,8 @@ class Quarantine:
 
         Total: whatever refuses the send (SQS, the SDK's checks of the request, a record that
         is not Lambda's shape), the message is not in the DLQ, and the answer says so with
-        the error's class and AWS's code (``describe``), never a value. A request refused
-        for its content is sent once more with once's attributes only."""
+        the error described as every error is (``payload.describe_error``), never a value. A
+        request refused for its content is sent once more with once's attributes only."""
         if not self._url:
             return Sent(False, "no DLQ configured")
         try:
@@ -192,11 +192,11 @@ class Quarantine:
                     self._url, record, reason, error, fence, key=key, team=False
                 )
                 if not _refused_for_content(refused) or minimal == request:
-                    return Sent(False, describe(refused))
+                    return Sent(False, describe_error(refused))
             self._client.send_message(**minimal)
             return SENT
         except Exception as failed:
-            return Sent(False, describe(failed))
+            return Sent(False, describe_error(failed))
 
     @staticmethod
     def _request(

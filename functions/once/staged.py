@@ -23,6 +23,7 @@ from once.invocation import Invocation, Process, ended, met_before
 from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.observability import log_safely
 from once.payload import Parsed, describe_error
+from once.powertools import PowertoolsKeyError
 from once.protocol import StagedEnd, staged_end_reads_record
 from once.sqsrecord import SqsRecord
 from once.store import CommitCanceled, Committed, Rejected, WriteRefused
@@ -40,7 +41,15 @@ class StagedRunner:
         at = self.invocation
         message_id = record.message_id
         stored_as = record_id(at.settings.key_prefix, parsed.key)
-        effects = Effects(table_name=at.store.table_name, record_id=stored_as)
+        try:
+            bridged = at.bridged(record)
+        except PowertoolsKeyError as error:  # the bridge is never off in silence
+            return RecordResult(
+                message_id, Outcome.FAILED, parsed.key, reason=describe_error(error)
+            )
+        effects = Effects(
+            table_name=at.store.table_name, record_id=stored_as, reserved=1 + len(bridged)
+        )
         handed = Attempt(
             key=parsed.key,
             fence=None,
@@ -77,6 +86,8 @@ class StagedRunner:
         message_id = record.message_id
         done = RecordResult(message_id, Outcome.PROCESSED, parsed.key)
         result, done = at.encoded(value, done)
+        companion = at.with_response(at.bridged(record).get("companion"), value)
+        bridged = {} if companion is None else {"companion": companion}
 
         def commit(parsed: Parsed) -> Committed | Rejected:
             return at.store.commit_staged(
@@ -85,7 +96,7 @@ class StagedRunner:
                 message_id=message_id,
                 result=result,
                 effects=effects if effects else None,
-                **at.bridged(record),
+                **bridged,
             )
 
         failed = RecordResult(message_id, Outcome.FAILED, parsed.key)
@@ -123,7 +134,12 @@ class StagedRunner:
         if not effects.messages:
             return done
         return at.send_owed(
-            stored_as, committed.fence, effects.messages, done, owner=committed.owner
+            stored_as,
+            committed.fence,
+            effects.messages,
+            done,
+            owner=committed.owner,
+            settle=companion,
         )
 
     def _refused_by_record(

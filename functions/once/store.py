@@ -27,6 +27,7 @@ from once import constants as c
 from once.awserrors import error_code
 from once.effects import Effects, OutboxMessage
 from once.models import Outcome, Record
+from once.payload import describe_error
 from once.powertools import PowertoolsRecord, PowertoolsState
 from once.protocol import (
     CONDITION_FAILED,
@@ -42,6 +43,7 @@ from once.protocol import (
     judge_staged_commit,
     judge_staged_refusal,
     judge_write_error,
+    powertools_takeover,
 )
 
 #: Tries of a completing write whose refusal DynamoDB calls transient (a conflicting request
@@ -341,6 +343,8 @@ class Store(Protocol):
         self, record_id: str, fence: int | None, *, owner: str | None = None
     ) -> bool: ...
 
+    def settle_companion(self, companion: PowertoolsRecord, result: str) -> bool: ...
+
     def commit_staged(
         self,
         record_id: str,
@@ -488,9 +492,12 @@ class _StagedCommits(_Requests):
         record = _update(self._table, record_id, update, _CLAIM_CONDITION, values)
         rejected = functools.partial(_staged_rejected, me=me, at_ms=now_ms)
         writes = effects or Effects()
-        bridged = (
-            [] if companion is None else [{"Put": companion.completed(result=result, now=now)}]
-        )
+        bridged = []
+        if companion is not None and writes.messages:  # held until the outbox is sent
+            until_s = int(now) + self._retention_s
+            bridged.append({"Put": companion.held(me=me, now=now, until_s=until_s)})
+        elif companion is not None:
+            bridged.append({"Put": companion.completed(result=result, now=now)})
 
         def plain() -> Committed | Rejected:
             old, refused = self._write(
@@ -650,13 +657,13 @@ class RecordStore(_StagedCommits):
         and the refusal is returned. An error fails it too, and is raised."""
         now = self._clock()
         try:
-            self._client.put_item(
-                **companion.claim(me=claim.owner, now=now, lease_end_ms=lease_end_ms)
+            response = self._client.put_item(
+                **companion.claim(me=claim.owner, now=now, lease_end_ms=lease_end_ms),
+                ReturnValues="ALL_OLD",
             )
         except ClientError as error:
-            code = error_code(error)
-            if code != "ConditionalCheckFailedException":
-                self._release(record_id, claim, f"{c.REASON_POWERTOOLS}: {code}")
+            if error_code(error) != "ConditionalCheckFailedException":
+                self._release(record_id, claim, f"{c.REASON_POWERTOOLS}: {describe_error(error)}")
                 raise
             item: Any = error.response.get("Item")  # the old item: ALL_OLD
             state = companion.state(item, now=now)
@@ -669,10 +676,24 @@ class RecordStore(_StagedCommits):
             else:
                 self._release(record_id, claim, f"{c.REASON_POWERTOOLS}: {verdict.value}")
             return Rejected(outcome=Outcome(verdict.value), record=held, at_ms=int(now * 1000))
-        except Exception:
-            self._release(record_id, claim, c.REASON_POWERTOOLS)
+        except Exception as error:
+            self._release(record_id, claim, f"{c.REASON_POWERTOOLS}: {describe_error(error)}")
             raise
-        return dataclasses.replace(claim, companion=companion)
+        replaced = companion.state(response.get("Attributes"), now=now)
+        takeover = claim.takeover or powertools_takeover(replaced)
+        return dataclasses.replace(claim, companion=companion, takeover=takeover)
+
+    def settle_companion(self, companion: PowertoolsRecord, result: str) -> bool:
+        """Once a committed outbox is sent and cleared: complete the message's Powertools
+        record, held INPROGRESS under once while the outbox was owed
+        (``PowertoolsRecord.hold``). False: it was not held (already settled)."""
+        try:
+            self._client.update_item(**companion.settle(result=result, now=self._clock()))
+        except ClientError as error:
+            if error_code(error) != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True
 
     def _release(self, record_id: str, claim: Claimed, error: str) -> None:
         """Fail a claim whose Powertools record was not taken, so that the next copy may
@@ -722,9 +743,14 @@ class RecordStore(_StagedCommits):
         record = _update(self._table, record_id, update, self.finalize_condition, values)
         bridged = []
         if claim.companion is not None:
-            result = values[":result"]["S"]
-            completed = claim.companion.complete(me=claim.owner, result=result, now=self._clock())
-            bridged.append({"Update": completed})
+            now = self._clock()
+            if effects.messages:  # held until the outbox is sent (``settle_companion``)
+                until_s = int(now) + self._retention_s
+                bridged.append({"Update": claim.companion.hold(me=claim.owner, until_s=until_s)})
+            else:
+                result = values[":result"]["S"]
+                completed = claim.companion.complete(me=claim.owner, result=result, now=now)
+                bridged.append({"Update": completed})
         # One request for every try: DynamoDB takes its token (ClientRequestToken) again
         # only with the same parameters, and answers a retry of a commit that landed as the
         # commit itself.

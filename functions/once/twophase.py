@@ -87,7 +87,11 @@ class TwoPhaseRunner:
             parsed,
             stored_as,
             claim,
-            Effects(table_name=at.store.table_name, record_id=stored_as),
+            Effects(
+                table_name=at.store.table_name,
+                record_id=stored_as,
+                reserved=1 if claim.companion is None else 2,
+            ),
             RecordResult(message_id, Outcome.PROCESSED, parsed.key, claim.fence, claim.takeover),
         )
         if at.settings.quarantine_takeovers and must_quarantine_takeover(
@@ -151,7 +155,13 @@ class TwoPhaseRunner:
         (DynamoDB refusing it past the SDK's retries) leaves the record IN_PROGRESS, as a
         crash before the finalize would."""
         result, done = self.invocation.encoded(value, held.done)
-        return self._commit(dataclasses.replace(held, done=done), result)
+        held = dataclasses.replace(held, done=done)
+        companion = self.invocation.with_response(held.claim.companion, value)
+        if companion is not None:  # the Powertools record gets the response as Powertools would
+            held = dataclasses.replace(
+                held, claim=dataclasses.replace(held.claim, companion=companion)
+            )
+        return self._commit(held, result)
 
     def _commit(self, held: _UnderClaim, result: str) -> RecordResult:
         """Complete the record with the staged writes (one transaction) and its outbox, then
@@ -188,7 +198,13 @@ class TwoPhaseRunner:
                 return failed
         if not effects.messages:
             return done
-        return at.send_owed(held.record_id, held.claim.fence, effects.messages, done)
+        return at.send_owed(
+            held.record_id,
+            held.claim.fence,
+            effects.messages,
+            done,
+            settle=held.claim.companion,
+        )
 
     def _not_committed(
         self, held: _UnderClaim, step: Step, reason: str, error: str

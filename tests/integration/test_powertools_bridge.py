@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 
 from once import constants as c
 from once.models import Outcome
-from once.powertools import ONCE_OWNER_ATTR
+from once.powertools import ONCE_OWNER_ATTR, PowertoolsKeyError
 from once.store import Claimed, RecordStore
 from tests.conftest import LEDGER, TABLE, Clock, FakeContext, build_event
 from tests.integration.powertools_team import (
@@ -227,5 +227,7 @@ def test_a_message_powertools_kept_no_record_for_runs_without_the_bridge(team: A
     b = bridge(old)
     # Powertools skips persistence where its key expression finds nothing.
     assert b.record_for(build_event([{"renewalId": None, "amount": 1}])["Records"][0]) is None
-    assert b.record_for(build_event(["not json"])["Records"][0]) is None
+    # Where Powertools itself raised, the bridge says so rather than run the copy as new.
+    with pytest.raises(PowertoolsKeyError, match="event_key_jmespath"):
+        b.record_for(build_event(["not json"])["Records"][0])
     assert b.record_for(_renewal("r-9")["Records"][0]) is not None

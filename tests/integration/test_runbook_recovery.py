@@ -306,6 +306,6 @@ def test_a_message_the_source_queue_refuses_stays_in_the_dlq_named_and_the_other
 
     assert moved.moved == 3
     assert [(message_id, why) for message_id, why in moved.refused] == [
-        (big, "ClientError InvalidParameterValue")
+        (big, "ClientError (InvalidParameterValue, HTTP 400)")
     ]
     assert [json.loads(m.body)["note"][:1] for m in once_env.dlq_messages()] == ["x"]

@@ -238,6 +238,12 @@ class CrashingStore:
         self._switch.check()
         return cleared
 
+    def settle_companion(self, companion: PowertoolsRecord, result: str) -> bool:
+        with self._switch.call():
+            settled = self._store.settle_companion(companion, result)
+        self._switch.check()
+        return settled
+
     def commit_staged(
         self,
         record_id: str,

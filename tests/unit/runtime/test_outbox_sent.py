@@ -62,8 +62,8 @@ def test_a_send_to_a_queue_that_does_not_exist_says_so() -> None:
     assert sent.ok is False
     # botocore's modeled exception, with SQS's code (the JSON protocol's, or the query one's).
     assert sent.error in (
-        "QueueDoesNotExist AWS.SimpleQueueService.NonExistentQueue",
-        "QueueDoesNotExist QueueDoesNotExist",
+        "QueueDoesNotExist (AWS.SimpleQueueService.NonExistentQueue, HTTP 400)",
+        "QueueDoesNotExist (QueueDoesNotExist, HTTP 400)",
     )
     assert SECRET not in (sent.error or "")
 
@@ -76,7 +76,7 @@ def test_an_access_denied_send_says_so_without_its_message(
 ) -> None:
     stub = Stub(error=access_denied(operation))
     sent = Outbox(lambda service: stub).send(SOURCE, [message(destination)])
-    assert sent == Sent(False, "ClientError AccessDenied")
+    assert sent == Sent(False, "ClientError (AccessDenied)")
     assert stub.calls == 1
 
 

@@ -66,7 +66,7 @@ def sending(aws: Any, notify_url: str) -> Any:
 @pytest.mark.parametrize(
     ("client", "cause"),
     [
-        (Refusing("AccessDenied"), "ClientError AccessDenied"),
+        (Refusing("AccessDenied"), "ClientError (AccessDenied)"),
         (Refusing("AWS.SimpleQueueService.NonExistentQueue"), "NonExistentQueue"),
         (FailingEntries(), "Failed KMS.AccessDeniedException"),
     ],
@@ -105,5 +105,5 @@ def test_a_quarantine_that_could_not_send_says_why_and_the_record_comes_back(
     [warning] = [line for line in logged if line["message"].startswith("quarantine not sent")]
     assert (warning["reason"], warning["error"]) == (
         c.REASON_INVALID_JSON,
-        "ClientError AccessDenied",
+        "ClientError (AccessDenied)",
     )

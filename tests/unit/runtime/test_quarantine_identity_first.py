@@ -308,7 +308,7 @@ def test_a_refused_send_says_which_error_and_never_its_message() -> None:
     sent = Quarantine(client, URL).send(record(team(2)), "INVALID_JSON", "body is not JSON")
 
     assert not sent
-    assert sent.error == "ClientError AccessDenied"
+    assert sent.error == "ClientError (AccessDenied)"
     assert len(client.requests) == 1  # a refusal of the caller, not of the request: no retry
 
 
@@ -317,7 +317,7 @@ def test_a_content_refusal_of_the_minimal_copy_too_says_why() -> None:
 
     sent = Quarantine(client, URL).send(record(team(2)), "INVALID_JSON", "body is not JSON")
 
-    assert not sent and sent.error == "ClientError InvalidParameterValue"
+    assert not sent and sent.error == "ClientError (InvalidParameterValue)"
     assert len(client.requests) == 2
 
 
