@@ -293,14 +293,7 @@ class PowertoolsRecord:
         item = self._item(INPROGRESS, expiry)
         item[self.bridge.in_progress_expiry_attr] = {"N": str(lease_end_ms)}
         item[ONCE_OWNER_ATTR] = {"S": me}
-        return {
-            "TableName": self.bridge.table_name,
-            "Item": item,
-            "ConditionExpression": _CLAIMABLE,
-            "ExpressionAttributeNames": self._names(_CLAIMABLE),
-            "ExpressionAttributeValues": _free_values(now),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
+        return self._put(item, now)
 
     def complete(self, *, me: str, result: str, now: float) -> dict[str, Any]:
         """An ``Update`` of the record COMPLETED as Powertools' ``_update_record`` writes it
@@ -381,6 +374,8 @@ class PowertoolsRecord:
         return self._put(item, now)
 
     def _put(self, item: dict[str, Any], now: float) -> dict[str, Any]:
+        """A ``PutItem`` (or a transaction's ``Put``) of ``item`` where Powertools' own claim
+        would go, or over a record once holds (``_CLAIMABLE``)."""
         return {
             "TableName": self.bridge.table_name,
             "Item": item,

@@ -110,6 +110,16 @@ def powertools_build(
     return PowertoolsBuild(handler, f"{OLD_FUNCTION}.{renew.__module__}.{renew.__qualname__}")
 
 
+def powertools_holds(
+    dynamodb: Any, build: PowertoolsBuild, record: dict[str, Any], remaining_ms: int
+) -> None:
+    """The Powertools build takes ``record``'s record INPROGRESS with its own persistence
+    layer, as its handler does before it runs the function (whose invocation then dies)."""
+    layer = DynamoDBPersistenceLayer(table_name=POWERTOOLS_TABLE, boto3_client=dynamodb)
+    layer.configure(IdempotencyConfig(event_key_jmespath=KEY_JMESPATH), key_prefix=build.key_prefix)
+    layer.save_inprogress(data=record, remaining_time_in_millis=remaining_ms)
+
+
 def bridge(build: PowertoolsBuild, *, validation: str = "", **more: Any) -> PowertoolsBridge:
     """The bridge a team writes from its Powertools configuration."""
     return PowertoolsBridge(

@@ -10,10 +10,6 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-)
 
 from once import constants as c
 from once.models import Outcome
@@ -21,7 +17,6 @@ from once.powertools import ONCE_OWNER_ATTR, PowertoolsKeyError
 from once.store import Claimed, RecordStore
 from tests.conftest import LEDGER, TABLE, Clock, FakeContext, build_event
 from tests.integration.powertools_team import (
-    KEY_JMESPATH,
     OLD_FUNCTION,
     POWERTOOLS_TABLE,
     bridge,
@@ -29,6 +24,7 @@ from tests.integration.powertools_team import (
     create_powertools_table,
     once_build,
     powertools_build,
+    powertools_holds,
 )
 
 MODES = ["any", "staged"]
@@ -113,9 +109,7 @@ def test_a_renewal_powertools_holds_in_progress_is_busy_until_its_in_progress_ex
     event = _renewal("r-4")
     # Powertools' own persistence layer takes the record, as its handler does before it
     # runs the function (and then the invocation dies).
-    layer = DynamoDBPersistenceLayer(table_name=POWERTOOLS_TABLE, boto3_client=team.dynamodb)
-    layer.configure(IdempotencyConfig(event_key_jmespath=KEY_JMESPATH), key_prefix=old.key_prefix)
-    layer.save_inprogress(data=event["Records"][0], remaining_time_in_millis=30_000)
+    powertools_holds(team.dynamodb, old, event["Records"][0], 30_000)
     new = once_build(LEDGER, TABLE, bridge(old))
     clock = Clock()
     new.bind(store=RecordStore(team.dynamodb, TABLE, clock=clock))

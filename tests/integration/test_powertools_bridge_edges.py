@@ -50,6 +50,7 @@ from tests.integration.powertools_team import (
     create_powertools_table,
     once_build,
     powertools_build,
+    powertools_holds,
 )
 
 MODES = ["any", "staged"]
@@ -229,10 +230,8 @@ def test_with_the_bridge_a_commit_takes_one_staged_write_fewer(team: Any, effect
 def test_a_powertools_claim_that_expired_mid_flight_is_a_takeover(team: Any) -> None:
     old = powertools_build(team.dynamodb, LEDGER)
     event = build_event([{"renewalId": "r-1", "amount": 10}])
-    layer = DynamoDBPersistenceLayer(table_name=POWERTOOLS_TABLE, boto3_client=team.dynamodb)
-    layer.configure(IdempotencyConfig(event_key_jmespath=KEY_JMESPATH), key_prefix=old.key_prefix)
     # The Powertools build took the record, charged, and was killed before save_success.
-    layer.save_inprogress(data=event["Records"][0], remaining_time_in_millis=5_000)
+    powertools_holds(team.dynamodb, old, event["Records"][0], 5_000)
     charge_on(team.dynamodb, LEDGER, "r-1")
     ran: list[bool] = []
 
@@ -262,9 +261,7 @@ def test_a_powertools_claim_that_expired_mid_flight_is_a_takeover(team: Any) -> 
 def test_a_run_that_took_over_a_powertools_claim_is_told_so(team: Any) -> None:
     old = powertools_build(team.dynamodb, LEDGER)
     event = build_event([{"renewalId": "r-2", "amount": 10}])
-    layer = DynamoDBPersistenceLayer(table_name=POWERTOOLS_TABLE, boto3_client=team.dynamodb)
-    layer.configure(IdempotencyConfig(event_key_jmespath=KEY_JMESPATH), key_prefix=old.key_prefix)
-    layer.save_inprogress(data=event["Records"][0], remaining_time_in_millis=5_000)
+    powertools_holds(team.dynamodb, old, event["Records"][0], 5_000)
     seen: list[bool] = []
     new = make_handler(
         lambda body, attempt: seen.append(attempt.takeover),

@@ -316,8 +316,9 @@ def test_the_commands_work_on_a_stack_without_the_example_ledger(cloud, capsys):
     assert "no ServiceName output" in out.err and "add_cli_outputs" in out.err
 
 
-def test_inspect_finds_records_by_the_stacks_service_name_output(cloud, capsys):
-    """Not the runtime's default prefix: the one the stack's consumer writes its records with."""
+def _stack_on_the_cloud_s_table(cloud, name: str, *, service: str) -> str:
+    """A stack of queues whose outputs name the cloud's idempotency table and ``service``;
+    the table's name."""
     table = cloud.outputs["IdempotencyTableName"]
     template = {
         "Resources": {"Dlq": {"Type": "AWS::SQS::Queue"}, "Source": {"Type": "AWS::SQS::Queue"}},
@@ -325,12 +326,16 @@ def test_inspect_finds_records_by_the_stacks_service_name_output(cloud, capsys):
             "QueueUrl": {"Value": {"Ref": "Source"}},
             "DlqUrl": {"Value": {"Ref": "Dlq"}},
             "IdempotencyTableName": {"Value": table},
-            "ServiceName": {"Value": "orders"},
+            "ServiceName": {"Value": service},
         },
     }
-    cloud.client("cloudformation").create_stack(
-        StackName="Named-local", TemplateBody=json.dumps(template)
-    )
+    cloud.client("cloudformation").create_stack(StackName=name, TemplateBody=json.dumps(template))
+    return table
+
+
+def test_inspect_finds_records_by_the_stacks_service_name_output(cloud, capsys):
+    """Not the runtime's default prefix: the one the stack's consumer writes its records with."""
+    table = _stack_on_the_cloud_s_table(cloud, "Named-local", service="orders")
     cloud.client("dynamodb").put_item(
         TableName=table,
         Item={"id": {"S": "orders#o-9"}, "status": {"S": "COMPLETED"}, "fence": {"N": "1"}},
@@ -446,19 +451,7 @@ def test_once_event_writes_an_sqs_event_that_once_invoke_reads(capsys, tmp_path)
 def test_status_counts_the_records_that_still_owe_messages(cloud, capsys):
     """What a rollback would never send (docs/migrating.md, "Rolling back"): a COMPLETED record
     whose outbox is not all sent is counted apart."""
-    table = cloud.outputs["IdempotencyTableName"]
-    template = {
-        "Resources": {"Dlq": {"Type": "AWS::SQS::Queue"}, "Source": {"Type": "AWS::SQS::Queue"}},
-        "Outputs": {
-            "QueueUrl": {"Value": {"Ref": "Source"}},
-            "DlqUrl": {"Value": {"Ref": "Dlq"}},
-            "IdempotencyTableName": {"Value": table},
-            "ServiceName": {"Value": "owing"},
-        },
-    }
-    cloud.client("cloudformation").create_stack(
-        StackName="Owing-local", TemplateBody=json.dumps(template)
-    )
+    table = _stack_on_the_cloud_s_table(cloud, "Owing-local", service="owing")
     done = {"status": {"S": "COMPLETED"}, "fence": {"N": "1"}}
     dynamodb = cloud.client("dynamodb")
     dynamodb.put_item(TableName=table, Item={"id": {"S": "owing#o-1"}, **done})
