@@ -20,7 +20,7 @@ from typing import Any
 
 from once import constants as c
 from once.effects import OutboxMessage
-from once.models import Attempt, Outcome, Record, RecordResult
+from once.models import Attempt, Outcome, RecordResult
 from once.observability import log_safely
 from once.outbox import Outbox
 from once.payload import Parsed, StoredResult, describe_error, encode_result, stand_in, type_name
@@ -130,9 +130,8 @@ class Invocation:
         identity). With too little time left, nothing is sent: the batch response comes
         first. The clear is tied to the completion by its ``fence``, or by its ``owner``
         for a staged commit (whose transaction does not say the fence). ``settle``: the
-        message's Powertools record, held while the outbox was owed, completed between the
-        sends and the clear (a failure leaves the outbox owed, so that the next delivery
-        settles it)."""
+        message's Powertools record, held while the outbox was owed, completed with the
+        clear, in one transaction (``Store.clear_outbox``)."""
         if self.too_late():
             return ended(done, Outcome.OWED, _OWED_DEADLINE)
         sent = self.outbox.send(record_id, messages)
@@ -150,12 +149,9 @@ class Invocation:
                 error=said,
             )
             return ended(done, Outcome.OWED, f"{_OWED_UNSENT}: {said}")
-        if settle is not None:
-            unsettled = self._settled(settle, done)
-            if unsettled is not None:
-                return unsettled
+        bridged = {} if settle is None else {"companion": settle}
         try:
-            self.store.clear_outbox(record_id, fence, owner=owner)
+            self.store.clear_outbox(record_id, fence, owner=owner, **bridged)
         except Exception as error:
             log_safely(
                 self.logger,
@@ -169,31 +165,14 @@ class Invocation:
             return ended(done, Outcome.OWED, f"{_OWED_UNCLEARED}: {describe_error(error)}")
         return done
 
-    def _settled(self, companion: PowertoolsRecord, done: RecordResult) -> RecordResult | None:
-        """Complete the Powertools record held while the outbox was owed; None when done,
-        else the OWED ending that brings the message back to try again."""
+    def _held(self, record: SqsRecord) -> PowertoolsRecord | None:
+        """The message's Powertools record, held (its response written) while the outbox
+        of the record that refused this copy is owed; None without the bridge (or an id it
+        cannot derive: the outbox is sent and cleared all the same)."""
         try:
-            self.store.settle_companion(companion, companion.response or "null")
-        except Exception as error:
-            log_safely(
-                self.logger,
-                "warning",
-                "outbox sent, Powertools record not completed: sent again on the next delivery",
-                message_id=done.message_id,
-                error=describe_error(error),
-            )
-            return ended(done, Outcome.OWED, f"{_OWED_UNSETTLED}: {describe_error(error)}")
-        return None
-
-    def _held(self, record: SqsRecord, old: Record) -> PowertoolsRecord | None:
-        """The message's Powertools record, held while ``old``'s outbox is owed, with
-        ``old``'s result as its response; None without the bridge (or an id it cannot
-        derive: the outbox is sent all the same)."""
-        try:
-            companion = self.bridged(record).get("companion")
+            return self.bridged(record).get("companion")
         except PowertoolsKeyError:
             return None
-        return None if companion is None else dataclasses.replace(companion, response=old.result)
 
     def with_response(self, companion: PowertoolsRecord | None, value: Any) -> Any:
         """``companion`` with the response Powertools would have stored for ``value``
@@ -212,7 +191,7 @@ class Invocation:
         message_id, old = record.message_id, rejected.record
         if rejected.outcome is Outcome.DUPLICATE and old.outbox:
             owed = RecordResult(message_id, Outcome.OWED_SENT, parsed.key, old.fence)
-            held = self._held(record, old)
+            held = self._held(record)
             return self.send_owed(record_id, old.fence, old.outbox, owed, settle=held)
         if rejected.outcome is Outcome.CONFLICT:
             conflict = RecordResult(
@@ -262,7 +241,6 @@ def met_before(rejected: Rejected, parsed: Parsed) -> bool:
 _OWED_DEADLINE = "outbox not sent: too little time left in the invocation"
 _OWED_UNSENT = "outbox not sent"
 _OWED_UNCLEARED = "outbox sent, not cleared"
-_OWED_UNSETTLED = "outbox sent, Powertools record not completed"
 
 
 def _why(sent: object) -> str:

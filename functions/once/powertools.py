@@ -303,12 +303,25 @@ class PowertoolsRecord:
         ``response`` was set."""
         return self._completion(_HELD, {":me": {"S": me}}, result=result, now=now)
 
-    def settle(self, *, result: str, now: float) -> dict[str, Any]:
+    def settle(self, *, now: float) -> dict[str, Any]:
         """An ``Update`` of a record once holds until its outbox is sent (``hold``,
-        ``held``) to COMPLETED, as ``complete`` writes it: the outbox is sent, and a
-        Powertools build may now take a copy for a duplicate. Refused where the record is no
-        longer held (already settled)."""
-        return self._completion(_HELD_BY_ONCE, {}, result=result, now=now)
+        ``held``: its response already written) to COMPLETED, with the expiry and status
+        ``complete`` writes: the outbox is sent, and a Powertools build may now take a copy
+        for a duplicate. Refused where the record is no longer held (already settled)."""
+        update = "SET #expiry = :expiry, #status = :completed REMOVE #once_owner"
+        return {
+            "TableName": self.bridge.table_name,
+            "Key": self.key(),
+            "UpdateExpression": update,
+            "ConditionExpression": _HELD_BY_ONCE,
+            "ExpressionAttributeNames": self._names(update + " " + _HELD_BY_ONCE),
+            "ExpressionAttributeValues": {
+                ":completed": {"S": COMPLETED},
+                ":inprogress": {"S": INPROGRESS},
+                ":expiry": {"N": str(int(now) + self.bridge.expires_after_seconds)},
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
 
     def _completion(
         self, condition: str, bound: dict[str, Any], *, result: str, now: float
@@ -336,25 +349,31 @@ class PowertoolsRecord:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-    def hold(self, *, me: str, until_s: int) -> dict[str, Any]:
+    def hold(self, *, me: str, result: str, until_s: int) -> dict[str, Any]:
         """An ``Update`` that keeps the record INPROGRESS under once, with no in-progress
-        expiry and an expiry of ``until_s`` (once's own record's): the commit of an
-        operation whose outbox is not sent yet. A Powertools build that meets a copy then
-        answers it in progress (``IdempotencyAlreadyInProgressError``) and SQS brings it
-        back, to once, which sends what is owed (``settle``), where taking it for a
-        duplicate would delete the only copy that can. Under the claim's hold (``_HELD``)."""
-        update = "SET #expiry = :until REMOVE #in_progress_expiry"
+        expiry and an expiry of ``until_s`` (once's own record's), its response written
+        already: the commit of an operation whose outbox is not sent yet. A Powertools build
+        that meets a copy then answers it in progress (``IdempotencyAlreadyInProgressError``)
+        and SQS brings it back, to once, which sends what is owed and settles it
+        (``settle``), where taking it for a duplicate would delete the only copy that can.
+        Under the claim's hold (``_HELD``)."""
+        update = "SET #expiry = :until, #data = :data REMOVE #in_progress_expiry"
+        values: dict[str, Any] = {
+            ":until": {"N": str(until_s)},
+            ":data": {"S": self.response or result},
+            ":me": {"S": me},
+            ":inprogress": {"S": INPROGRESS},
+        }
+        if self.validation:
+            update = update.replace("REMOVE", ", #validation = :validation REMOVE")
+            values[":validation"] = {"S": self.validation}
         return {
             "TableName": self.bridge.table_name,
             "Key": self.key(),
             "UpdateExpression": update,
             "ConditionExpression": _HELD,
             "ExpressionAttributeNames": self._names(update + " " + _HELD),
-            "ExpressionAttributeValues": {
-                ":until": {"N": str(until_s)},
-                ":me": {"S": me},
-                ":inprogress": {"S": INPROGRESS},
-            },
+            "ExpressionAttributeValues": values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
@@ -366,10 +385,11 @@ class PowertoolsRecord:
         item[self.bridge.data_attr] = {"S": self.response or result}
         return self._put(item, now)
 
-    def held(self, *, me: str, now: float, until_s: int) -> dict[str, Any]:
+    def held(self, *, me: str, result: str, now: float, until_s: int) -> dict[str, Any]:
         """``effects="staged"``'s one write when the operation has an outbox: the record
         INPROGRESS under once until it is sent, as ``hold`` leaves it."""
         item = self._item(INPROGRESS, until_s)
+        item[self.bridge.data_attr] = {"S": self.response or result}
         item[ONCE_OWNER_ATTR] = {"S": me}
         return self._put(item, now)
 
@@ -412,6 +432,7 @@ class PowertoolsRecord:
             same_payload=not self.bridge.payload_validation_jmespath
             or stored_validation == self.validation,
             once_holds=ONCE_OWNER_ATTR in item,
+            holder=(item.get(ONCE_OWNER_ATTR) or {}).get("S"),
             lease_expires_ms=in_progress,
             data=(item.get(b.data_attr) or {}).get("S"),
             expires_at=expiry,
@@ -467,6 +488,8 @@ class PowertoolsState:
     lease_ended: bool
     same_payload: bool
     once_holds: bool = False
+    #: The owner of once's claim that holds it, where once holds it.
+    holder: str | None = None
     lease_expires_ms: int | None = None
     data: str | None = None
     expires_at: int | None = None

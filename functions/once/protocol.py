@@ -231,11 +231,15 @@ def claim_condition_holds(old: Record | None, *, now_ms: int, payload_hash: str)
     return old.status == c.STATUS_IN_PROGRESS and (old.lease_expires_at or 0) < now_ms
 
 
-def powertools_takeover(replaced: PowertoolsState) -> bool:
-    """Whether the bridge's claim replaced a Powertools build's own claim (``INPROGRESS``
-    without once's hold): one that expired mid-flight, whose function may have run. It is a
-    takeover as once's own is (``Attempt.takeover``; quarantined under
-    ``on_expired_lease="quarantine"``)."""
+def powertools_takeover(replaced: PowertoolsState, *, me: str) -> bool:
+    """Whether the bridge's claim (by ``me``) replaced a Powertools build's own claim
+    (``INPROGRESS`` without once's hold): one that expired mid-flight, whose function may
+    have run. It is a takeover as once's own is (``Attempt.takeover``; quarantined under
+    ``on_expired_lease="quarantine"``). Where the record replaced is ``me``'s own (the SDK
+    retried a put that had landed), what was there before is no longer visible: then the
+    answer is conservatively true, as ``is_takeover`` answers a retried claim."""
+    if replaced.holder == me:
+        return True
     return replaced.status == INPROGRESS and not replaced.once_holds
 
 

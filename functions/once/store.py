@@ -92,6 +92,11 @@ _STAGED_WITH_OUTBOX_UPDATE = (
     "ADD #fence :one REMOVE #lease, #error, #review"
 )
 _FAIL_UPDATE = "SET #status = :failed, #error = :error, #updated = :now_ms REMOVE #lease"
+#: A claim given back where the key was absent (the bridge to Powertools' records): FAILED and
+#: expired, so that it counts as absent again, its fence kept.
+_FORGET_UPDATE = (
+    "SET #status = :failed, #error = :error, #updated = :now_ms, #expires = :expired REMOVE #lease"
+)
 #: A quarantined takeover's fail also records the fence its review must name.
 _FAIL_FOR_REVIEW_UPDATE = (
     "SET #status = :failed, #error = :error, #updated = :now_ms, #review = :review REMOVE #lease"
@@ -340,10 +345,13 @@ class Store(Protocol):
     ) -> bool: ...
 
     def clear_outbox(
-        self, record_id: str, fence: int | None, *, owner: str | None = None
+        self,
+        record_id: str,
+        fence: int | None,
+        *,
+        owner: str | None = None,
+        companion: PowertoolsRecord | None = None,
     ) -> bool: ...
-
-    def settle_companion(self, companion: PowertoolsRecord, result: str) -> bool: ...
 
     def commit_staged(
         self,
@@ -495,7 +503,8 @@ class _StagedCommits(_Requests):
         bridged = []
         if companion is not None and writes.messages:  # held until the outbox is sent
             until_s = int(now) + self._retention_s
-            bridged.append({"Put": companion.held(me=me, now=now, until_s=until_s)})
+            held = companion.held(me=me, result=result, now=now, until_s=until_s)
+            bridged.append({"Put": held})
         elif companion is not None:
             bridged.append({"Put": companion.completed(result=result, now=now)})
 
@@ -680,28 +689,40 @@ class RecordStore(_StagedCommits):
             self._release(record_id, claim, f"{c.REASON_POWERTOOLS}: {describe_error(error)}")
             raise
         replaced = companion.state(response.get("Attributes"), now=now)
-        takeover = claim.takeover or powertools_takeover(replaced)
+        takeover = claim.takeover or powertools_takeover(replaced, me=claim.owner)
         return dataclasses.replace(claim, companion=companion, takeover=takeover)
 
-    def settle_companion(self, companion: PowertoolsRecord, result: str) -> bool:
-        """Once a committed outbox is sent and cleared: complete the message's Powertools
-        record, held INPROGRESS under once while the outbox was owed
-        (``PowertoolsRecord.hold``). False: it was not held (already settled)."""
-        try:
-            self._client.update_item(**companion.settle(result=result, now=self._clock()))
-        except ClientError as error:
-            if error_code(error) != "ConditionalCheckFailedException":
-                raise
-            return False
-        return True
-
     def _release(self, record_id: str, claim: Claimed, error: str) -> None:
-        """Fail a claim whose Powertools record was not taken, so that the next copy may
-        claim the key at once. Where this write fails too, the claim's lease frees the key."""
+        """Give back a claim whose Powertools record was not taken, as if it had not been
+        made, so that the next copy is judged as this one would have been: a takeover is
+        left to its lease (the next claim is a takeover again, reviewed under
+        ``on_expired_lease="quarantine"``); a claim of an absent key leaves the record
+        expired (absent again: a copy under another payload hash is not refused by the one
+        this copy carried); a claim of a FAILED record puts back its error and review fence.
+        Where this write fails, the claim's lease frees the key."""
+        if claim.takeover:
+            return
+        previous = claim.previous
         try:
-            self.fail(record_id, claim, error)
+            if previous is None:
+                self._forget(record_id, claim, error)
+            else:
+                self.fail(
+                    record_id, claim, previous.error or error, review_fence=previous.review_fence
+                )
         except Exception:
             return
+
+    def _forget(self, record_id: str, claim: Claimed, error: str) -> None:
+        """The claim's record FAILED and past its retention: a claim counts it absent."""
+        now = self._clock()
+        values = {
+            ":failed": _s(c.STATUS_FAILED),
+            ":error": _s(error),
+            ":now_ms": _n(int(now * 1000)),
+            ":expired": _n(int(now) - 1),
+        }
+        self._finalize(record_id, claim, _FORGET_UPDATE, values, c.STATUS_FAILED)
 
     def complete(
         self, record_id: str, claim: Claimed, result: str, effects: Effects | None = None
@@ -744,11 +765,12 @@ class RecordStore(_StagedCommits):
         bridged = []
         if claim.companion is not None:
             now = self._clock()
-            if effects.messages:  # held until the outbox is sent (``settle_companion``)
+            result = values[":result"]["S"]
+            if effects.messages:  # held until the outbox is sent (``clear_outbox``)
                 until_s = int(now) + self._retention_s
-                bridged.append({"Update": claim.companion.hold(me=claim.owner, until_s=until_s)})
+                held = claim.companion.hold(me=claim.owner, result=result, until_s=until_s)
+                bridged.append({"Update": held})
             else:
-                result = values[":result"]["S"]
                 completed = claim.companion.complete(me=claim.owner, result=result, now=now)
                 bridged.append({"Update": completed})
         # One request for every try: DynamoDB takes its token (ClientRequestToken) again
@@ -770,11 +792,20 @@ class RecordStore(_StagedCommits):
 
         return self._tried(commit)
 
-    def clear_outbox(self, record_id: str, fence: int | None, *, owner: str | None = None) -> bool:
+    def clear_outbox(
+        self,
+        record_id: str,
+        fence: int | None,
+        *,
+        owner: str | None = None,
+        companion: PowertoolsRecord | None = None,
+    ) -> bool:
         """Every message of the record's outbox is sent: remove it, if the record is still
         the COMPLETED one (``fence``, or ``owner`` for a staged commit whose fence is not
         known) that stored it. False: nothing to clear (another delivery cleared it, or the
-        record has been claimed afresh)."""
+        record has been claimed afresh). With a ``companion`` (the message's Powertools
+        record, held while the outbox was owed), the clear and its settling to COMPLETED are
+        one transaction: neither is left without the other."""
         values = {
             ":completed": _s(c.STATUS_COMPLETED),
             ":now_ms": _n(int(self._clock() * 1000)),
@@ -786,8 +817,36 @@ class RecordStore(_StagedCommits):
             assert fence is not None
             values[":fence"] = _n(fence)
             condition = _CLEAR_CONDITION
+        if companion is not None:
+            return self._clear_and_settle(record_id, condition, values, companion)
         _, rejected = self._write(record_id, _CLEAR_UPDATE, condition, values)
         return not rejected
+
+    def _clear_and_settle(
+        self,
+        record_id: str,
+        condition: str,
+        values: dict[str, Any],
+        companion: PowertoolsRecord,
+    ) -> bool:
+        """The clear and the Powertools record's settling, one ``TransactWriteItems``. The
+        clear refused: nothing to clear (the delivery that cleared it settled it too). Only
+        the settling refused (not held: settled already, or never held): the plain clear."""
+        clear = _update(self._table, record_id, _CLEAR_UPDATE, condition, values)
+        settle = companion.settle(now=self._clock())
+        try:
+            self._client.transact_write_items(TransactItems=[{"Update": settle}, {"Update": clear}])
+        except ClientError as error:
+            if error_code(error) != "TransactionCanceledException":
+                raise
+            codes, _ = _cancellation(error)
+            if codes[-1] == CONDITION_FAILED:
+                return False
+            if codes[0] == CONDITION_FAILED:
+                _, rejected = self._write(record_id, _CLEAR_UPDATE, condition, values)
+                return not rejected
+            raise
+        return True
 
     def fail(
         self, record_id: str, claim: Claimed, error: str, *, review_fence: int | None = None

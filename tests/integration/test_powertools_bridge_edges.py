@@ -401,3 +401,157 @@ def test_a_failed_powertools_write_is_stored_and_logged_with_its_code(
     # once's claim is released at once, saying why in the same words.
     assert record["status"] == c.STATUS_FAILED
     assert record["error"] == f"{c.REASON_POWERTOOLS}: {describe_error(error)}"
+
+
+# --- a claim given back --------------------------------------------------------------------------
+
+
+def test_a_takeover_whose_powertools_write_failed_is_still_reviewed(team: Any) -> None:
+    """A takeover is never given back as a plain failure: its lease decides again, and the
+    next claim is a takeover, quarantined for review."""
+    old = powertools_build(team.dynamodb, LEDGER)
+    event = build_event([{"renewalId": "r-1", "amount": 10}])
+    clock = Clock()
+    ran: list[bool] = []
+
+    def renew(body: dict[str, Any], attempt: Any) -> dict[str, Any]:
+        ran.append(attempt.takeover)
+        charge_on(team.dynamodb, LEDGER, body["renewalId"])  # an effect with no key
+        return {"ok": True}
+
+    def handler(client: Any) -> Any:
+        made = make_handler(
+            renew,
+            key="renewalId",
+            table_name=TABLE,
+            key_prefix="subscriptions",
+            on_expired_lease="quarantine",
+            powertools=bridge(old),
+        )
+        made.bind(store=RecordStore(client, TABLE, clock=clock))
+        return made
+
+    def refusing(operation: str, error: Exception, table: str | None = None) -> Any:
+        client = boto3.client("dynamodb")
+
+        def refuse(params: dict[str, Any], **_: Any) -> None:
+            if table is None or params.get("TableName") == table:
+                raise error
+
+        client.meta.events.register(f"before-parameter-build.dynamodb.{operation}", refuse)
+        return client
+
+    # Copy 1 charges; its commit's answer never comes: IN_PROGRESS under its lease.
+    timeout = refusing("TransactWriteItems", ReadTimeoutError(endpoint_url="https://dynamodb"))
+    handler(timeout).handle(event, FakeContext())
+    clock.advance(120)
+    # Copy 2 takes over; the Powertools table refuses its put.
+    throttled = ClientError(
+        {
+            "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        },
+        "PutItem",
+    )
+    (second,) = (
+        handler(refusing("PutItem", throttled, POWERTOOLS_TABLE))
+        .handle(event, FakeContext())
+        .records
+    )
+    assert second.outcome is Outcome.FAILED
+    assert team.record("r-1", prefix="subscriptions")["status"] == c.STATUS_IN_PROGRESS
+    clock.advance(120)
+    ran.clear()
+    (third,) = handler(team.dynamodb).handle(event, FakeContext()).records
+    assert (third.outcome, ran) == (Outcome.LEASE_EXPIRED, [])
+    assert charges(team.dynamodb, LEDGER, "r-1") == 1
+
+
+def test_a_copy_refused_as_a_conflict_leaves_the_key_to_the_payload_powertools_completed(
+    team: Any,
+) -> None:
+    validation = "powertools_json(body).amount"
+    old = powertools_build(team.dynamodb, LEDGER, validation=validation)
+    original = build_event([{"renewalId": "r-1", "amount": 10}])
+    assert old.handler(original, FakeContext()) == {"batchItemFailures": []}
+    new = once_build(LEDGER, TABLE, bridge(old, validation=validation))
+    (other,) = new.handle(build_event([{"renewalId": "r-1", "amount": 11}]), FakeContext()).records
+    assert other.outcome is Outcome.CONFLICT
+    (copy,) = new.handle(original, FakeContext()).records
+    assert copy.outcome is Outcome.DUPLICATE
+    assert charges(team.dynamodb, LEDGER, "r-1") == 1
+
+
+# --- the clear and the settling, one transaction -----------------------------------------------
+
+
+@pytest.mark.parametrize("effects", MODES)
+def test_an_owed_outbox_sent_by_a_later_delivery_leaves_the_whole_response(
+    team: Any, effects: str
+) -> None:
+    receipts = team.sqs.create_queue(QueueName="receipts")["QueueUrl"]
+
+    def renew(body: dict[str, Any], attempt: Any) -> dict[str, Any]:
+        attempt.send(receipts, {"receipt": body["renewalId"]})
+        return {"renewal": body["renewalId"], "lines": _lines(body["renewalId"])}
+
+    new = make_handler(
+        renew,
+        key="renewalId",
+        table_name=TABLE,
+        key_prefix="subscriptions",
+        effects=effects,  # type: ignore[arg-type]
+        powertools=bridge(powertools_build(team.dynamodb, LEDGER)),
+    )
+    new.bind(outbox=Outbox(lambda service: _throttled_sqs()))
+    event = build_event([{"renewalId": "r-1"}])
+    assert [r.outcome for r in new.handle(event, FakeContext()).records] == [Outcome.OWED]
+    new.bind()
+    assert [r.outcome for r in new.handle(event, FakeContext()).records] == [Outcome.OWED_SENT]
+    item = _powertools_item(team)
+    assert item["status"]["S"] == "COMPLETED"
+    assert len(json.loads(item["data"]["S"])["lines"]) == 2_000
+
+
+def test_a_clear_that_fails_leaves_the_powertools_record_held(team: Any) -> None:
+    """The clear and the settling are one transaction: a refused clear leaves the record
+    owing and the Powertools record held, so that the copy still comes back to once."""
+    receipts = team.sqs.create_queue(QueueName="receipts")["QueueUrl"]
+    old = powertools_build(team.dynamodb, LEDGER)
+
+    def renew(body: dict[str, Any], attempt: Any) -> dict[str, Any]:
+        attempt.send(receipts, {"receipt": body["renewalId"]})
+        return {"renewal": body["renewalId"]}
+
+    new = make_handler(
+        renew, key="renewalId", table_name=TABLE, key_prefix="subscriptions", powertools=bridge(old)
+    )
+    client = boto3.client("dynamodb")
+    calls = {"transactions": 0}
+
+    def refuse_the_second(**_: Any) -> None:
+        calls["transactions"] += 1
+        if calls["transactions"] == 2:  # the commit is the first, the clear the second
+            raise ClientError(
+                {
+                    "Error": {"Code": "ThrottlingException", "Message": "slow"},
+                    "ResponseMetadata": {"HTTPStatusCode": 400},
+                },
+                "TransactWriteItems",
+            )
+
+    client.meta.events.register(
+        "before-parameter-build.dynamodb.TransactWriteItems", refuse_the_second
+    )
+    new.bind(store=RecordStore(client, TABLE))
+    event = build_event([{"renewalId": "r-1", "amount": 10}])
+    (first,) = new.handle(event, FakeContext()).records
+    assert first.outcome is Outcome.OWED
+    assert team.record("r-1", prefix="subscriptions").get("outbox")
+    assert _powertools_item(team)["status"]["S"] == "INPROGRESS"
+    with pytest.raises(BatchProcessingError, match="All records failed"):
+        old.handler(event, FakeContext())  # in progress: the copy comes back
+    new.bind()
+    assert [r.outcome for r in new.handle(event, FakeContext()).records] == [Outcome.OWED_SENT]
+    assert not team.record("r-1", prefix="subscriptions").get("outbox")
+    assert _powertools_item(team)["status"]["S"] == "COMPLETED"

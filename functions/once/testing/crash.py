@@ -232,17 +232,18 @@ class CrashingStore:
         write = functools.partial(self._store.complete, effects=effects)
         return self._finalize_or_die(write, record_id, claim, result)
 
-    def clear_outbox(self, record_id: str, fence: int | None, *, owner: str | None = None) -> bool:
+    def clear_outbox(
+        self,
+        record_id: str,
+        fence: int | None,
+        *,
+        owner: str | None = None,
+        companion: PowertoolsRecord | None = None,
+    ) -> bool:
         with self._switch.call():
-            cleared = self._store.clear_outbox(record_id, fence, owner=owner)
+            cleared = self._store.clear_outbox(record_id, fence, owner=owner, companion=companion)
         self._switch.check()
         return cleared
-
-    def settle_companion(self, companion: PowertoolsRecord, result: str) -> bool:
-        with self._switch.call():
-            settled = self._store.settle_companion(companion, result)
-        self._switch.check()
-        return settled
 
     def commit_staged(
         self,

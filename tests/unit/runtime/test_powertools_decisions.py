@@ -18,6 +18,7 @@ from once.protocol import (
     judge_commit,
     judge_powertools,
     judge_staged_cancel,
+    powertools_takeover,
 )
 
 
@@ -125,3 +126,14 @@ def test_a_bridged_staged_commit_is_judged_by_the_powertools_record_after_once_s
         )
         is Verdict.DUPLICATE
     )
+
+
+def test_a_bridge_put_that_finds_its_own_hold_is_conservatively_a_takeover() -> None:
+    """The SDK retried a put that had landed: what it replaced is no longer visible."""
+    mine = PowertoolsState(INPROGRESS, False, False, True, once_holds=True, holder="me")
+    theirs = PowertoolsState(INPROGRESS, False, False, True, once_holds=True, holder="other")
+    powertools_own = PowertoolsState(INPROGRESS, False, True, True)
+    assert powertools_takeover(mine, me="me") is True
+    assert powertools_takeover(theirs, me="me") is False
+    assert powertools_takeover(powertools_own, me="me") is True
+    assert powertools_takeover(PowertoolsState(None, True, True, True), me="me") is False
