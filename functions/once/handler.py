@@ -18,6 +18,7 @@ configuration.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import threading
@@ -485,6 +486,21 @@ def _env_retention_s() -> int:
     return value
 
 
+def _unrunnable(process: object) -> str | None:
+    """Why ``process`` would return work it did not do (an ``async def``, a generator or
+    an async generator function, or a callable object whose ``__call__`` is one), or None.
+    What a plain function returns is checked at each record (``invocation.returned``)."""
+    call = getattr(process, "__call__", None)  # noqa: B004 (a callable object's own method)
+    for candidate in (process, call):
+        if inspect.iscoroutinefunction(candidate):
+            return "process is a coroutine function (async def)"
+        if inspect.isasyncgenfunction(candidate):
+            return "process is an async generator function"
+        if inspect.isgeneratorfunction(candidate):
+            return "process is a generator function (it yields)"
+    return None
+
+
 def make_handler(
     process: Process,
     *,
@@ -514,6 +530,19 @@ def make_handler(
     Every argument, its default and what it does (``validate``,
     ``envelope``, ``on_expired_lease``, the backoff, the environment each falls back to):
     docs/handler.md, "`make_handler`'s arguments"; the protocol: docs/design.md."""
+    if not callable(process):
+        raise TypeError(
+            f"make_handler: process={process!r} is not callable: pass the business function, "
+            "process(body, attempt)"
+        )
+    refused = _unrunnable(process)
+    if refused:
+        raise TypeError(
+            f"make_handler: {refused}: once calls business code and uses what it returns, and "
+            "the body of such a function runs only when it is awaited or iterated, which once "
+            "never does. Pass a plain function (def, no yield); run asynchronous code inside it "
+            "with asyncio.run and return its result"
+        )
     if on_expired_lease not in ("run", "quarantine"):
         raise ValueError(
             f'on_expired_lease must be "run" or "quarantine" (got {on_expired_lease!r})'

@@ -14,13 +14,14 @@ owes, answering a copy the record refused, and storing what business code return
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from once import constants as c
 from once.effects import OutboxMessage
-from once.models import Attempt, Outcome, RecordResult
+from once.models import Attempt, Outcome, PermanentError, RecordResult
 from once.observability import log_safely
 from once.outbox import Outbox
 from once.payload import Parsed, StoredResult, describe_error, encode_result, stand_in, type_name
@@ -227,6 +228,31 @@ class Invocation:
                 error=stored.error,
             )
         return stored.text, done
+
+
+def returned(value: Any) -> Any:
+    """What business code returned, where it ran: raises ``NotRun`` for a value that says it
+    did not (a coroutine, an awaitable, a generator or any other iterator: the body of an
+    ``async def`` or of a generator function runs only when awaited or iterated, which once
+    never does), closing a coroutine or generator so that nothing of it runs later."""
+    if inspect.isawaitable(value) or isinstance(value, Iterator | AsyncIterator):
+        close = getattr(value, "close", None)
+        if callable(close) and (inspect.iscoroutine(value) or inspect.isgenerator(value)):
+            close()
+        raise NotRun(type_name(value))
+    return value
+
+
+class NotRun(PermanentError):
+    """Business code returned a value that stands for work not done (``returned``): a
+    programming error no retry mends, quarantined at once with this message."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(
+            f"business code returned a {kind} and did not run: make_handler runs a plain "
+            "function (def, not async def, no yield); run asynchronous code inside it "
+            "(asyncio.run) and return its result"
+        )
 
 
 def met_before(rejected: Rejected, parsed: Parsed) -> bool:

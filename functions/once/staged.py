@@ -19,7 +19,7 @@ from typing import Any
 
 from once import constants as c
 from once.effects import Effects
-from once.invocation import Invocation, Process, ended, met_before
+from once.invocation import Invocation, Process, ended, met_before, returned
 from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.observability import log_safely
 from once.payload import Parsed, describe_error
@@ -59,7 +59,7 @@ class StagedRunner:
             effects=effects,
         )
         try:
-            value = self._process(parsed.body, handed)
+            value = returned(self._process(parsed.body, handed))
         except PermanentError as error:
             refused = self._refused_by_record(record, parsed, stored_as, StagedEnd.PERMANENT)
             if refused is not None:

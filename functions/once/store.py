@@ -52,6 +52,12 @@ from once.protocol import (
 COMMIT_TRIES = 3
 #: The wait before the second and third try, at most (full jitter, as AWS's SDKs back off).
 _COMMIT_BACKOFF_S = (0.05, 0.2)
+#: The jitter's source: the operating system's, drawn at each wait. ``random``'s own generator
+#: is seeded at import, in INIT, and a SnapStart snapshot would carry its state into every
+#: environment restored from it, so that they back off in lockstep (AWS asks for entropy
+#: generated after initialization: https://docs.aws.amazon.com/lambda/latest/dg/
+#: snapstart-uniqueness.html). ``SystemRandom`` keeps no state to snapshot.
+_JITTER = random.SystemRandom()
 
 _CLAIM_UPDATE = (
     "SET #status = :in_progress, #owner = :me, #lease = :lease, #expires = :expires, "
@@ -416,7 +422,7 @@ class _Requests:
                     raise
             if verdict is Verdict.CANCELED or tried == COMMIT_TRIES:
                 raise CommitCanceled(codes) from None
-            self._sleep(random.uniform(0, _COMMIT_BACKOFF_S[tried - 1]))
+            self._sleep(_JITTER.uniform(0, _COMMIT_BACKOFF_S[tried - 1]))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _write(

@@ -20,7 +20,7 @@ from typing import Any
 
 from once import constants as c
 from once.effects import Effects
-from once.invocation import Invocation, Process, ended, met_before
+from once.invocation import Invocation, Process, ended, met_before, returned
 from once.models import Attempt, Outcome, PermanentError, RecordResult, record_id
 from once.observability import log_safely
 from once.payload import Parsed, describe_error
@@ -138,7 +138,7 @@ class TwoPhaseRunner:
         )
         fail = self.invocation.store.fail
         try:
-            value = self._process(held.parsed.body, handed)
+            value = returned(self._process(held.parsed.body, handed))
         except PermanentError as error:
             if self._finalize(fail, held, describe_error(error)) is False:
                 return ended(held.done, Outcome.LEASE_LOST)
