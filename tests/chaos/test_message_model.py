@@ -267,7 +267,7 @@ def _acknowledged_before_the_outbox_is_sent(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(
         invocation.Invocation,
         "send_owed",
-        lambda self, record_id, fence, messages, done, owner=None: done,
+        lambda self, record_id, fence, messages, done, owner=None, settle=None: done,
     )
 
 
@@ -397,7 +397,13 @@ def _outbox_cleared_unsent(monkeypatch: pytest.MonkeyPatch) -> None:
     """The outbox cleared as if sent: the record owes nothing and nothing was delivered."""
 
     def cleared(
-        self: Any, record_id: str, fence: int, messages: Any, done: Any, owner: Any = None
+        self: Any,
+        record_id: str,
+        fence: int,
+        messages: Any,
+        done: Any,
+        owner: Any = None,
+        settle: Any = None,
     ) -> Any:
         self.store.clear_outbox(record_id, fence)
         return done

@@ -224,8 +224,8 @@ def test_the_same_publish_to_a_topic_never_granted_is_owed_with_authorization_er
         ]
 
     (first, *_) = _poll(f"the outbox of {order} refused", refused)
-    # As botocore raises it from AWS: SNS's modeled error class, then AWS's code.
-    assert first["error"] == "AuthorizationErrorException AuthorizationError", first
+    # As botocore raises it from AWS: SNS's modeled error class, then AWS's code and status.
+    assert first["error"] == "AuthorizationErrorException (AuthorizationError, HTTP 403)", first
     # Business code ran once and its record completed; the message is owed, not lost.
     record = shop.record(STACK, order, consumer="Publisher")
     assert record is not None and _completed(record), record
