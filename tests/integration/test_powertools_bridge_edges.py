@@ -29,7 +29,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.idempotency.serialization.dataclass import (
     DataclassSerializer,
 )
-from botocore.exceptions import ClientError, ReadTimeoutError
+from botocore.exceptions import ReadTimeoutError
 
 from once import PowertoolsBridge, make_handler
 from once import constants as c
@@ -38,6 +38,7 @@ from once.outbox import Outbox
 from once.payload import describe_error
 from once.powertools import ONCE_OWNER_ATTR
 from once.store import Claimed, RecordStore
+from tests.chaos.aws_faults import client_error
 from tests.conftest import LEDGER, TABLE, Clock, FakeContext, build_event
 from tests.integration.powertools_team import (
     KEY_JMESPATH,
@@ -139,13 +140,7 @@ def _throttled_sqs() -> Any:
     client = boto3.client("sqs")
 
     def throttle(**_: Any) -> None:
-        raise ClientError(
-            {
-                "Error": {"Code": "ThrottlingException", "Message": "slow down"},
-                "ResponseMetadata": {"HTTPStatusCode": 400},
-            },
-            "SendMessageBatch",
-        )
+        raise client_error("ThrottlingException", "SendMessageBatch")
 
     client.meta.events.register("before-parameter-build.sqs.SendMessageBatch", throttle)
     return client
@@ -365,13 +360,7 @@ def test_a_response_over_once_s_cap_reaches_the_powertools_build_whole(
 
 # --- a failed write to the Powertools table ---------------------------------------------------
 
-DENIED = ClientError(
-    {
-        "Error": {"Code": "AccessDeniedException", "Message": "not authorized"},
-        "ResponseMetadata": {"HTTPStatusCode": 400},
-    },
-    "PutItem",
-)
+DENIED = client_error("AccessDeniedException", "PutItem")
 TIMEOUT = ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com/")
 
 
@@ -446,13 +435,7 @@ def test_a_takeover_whose_powertools_write_failed_is_still_reviewed(team: Any) -
     handler(timeout).handle(event, FakeContext())
     clock.advance(120)
     # Copy 2 takes over; the Powertools table refuses its put.
-    throttled = ClientError(
-        {
-            "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow"},
-            "ResponseMetadata": {"HTTPStatusCode": 400},
-        },
-        "PutItem",
-    )
+    throttled = client_error("ProvisionedThroughputExceededException", "PutItem")
     (second,) = (
         handler(refusing("PutItem", throttled, POWERTOOLS_TABLE))
         .handle(event, FakeContext())
@@ -532,13 +515,7 @@ def test_a_clear_that_fails_leaves_the_powertools_record_held(team: Any) -> None
     def refuse_the_second(**_: Any) -> None:
         calls["transactions"] += 1
         if calls["transactions"] == 2:  # the commit is the first, the clear the second
-            raise ClientError(
-                {
-                    "Error": {"Code": "ThrottlingException", "Message": "slow"},
-                    "ResponseMetadata": {"HTTPStatusCode": 400},
-                },
-                "TransactWriteItems",
-            )
+            raise client_error("ThrottlingException", "TransactWriteItems")
 
     client.meta.events.register(
         "before-parameter-build.dynamodb.TransactWriteItems", refuse_the_second
